@@ -1,0 +1,320 @@
+"""The per-file services a rule uses: name resolution, positions, imports, notes and markers.
+
+Everything a rule wants to say goes through here, so that suppression comments, ``--no-comments``,
+marker de-duplication and the report behave identically for every rule.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata.base_provider import LazyValue
+from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider, QualifiedNameSource
+
+from neuron_migrate.report.model import INFO, MANUAL, REVIEW, WARNING, Finding, Span
+from neuron_migrate.rules.base import RuleMeta
+
+_IGNORE_RE = re.compile(r"#\s*neuron-migrate:\s*ignore(?:\[(?P<ids>[A-Za-z0-9_,\s]+)\])?")
+_EMPTY = cst.Module(body=[])
+
+
+def suppressed_lines(source: str) -> dict[int, frozenset[str] | None]:
+    """Line number -> rule ids ignored on it (``None`` = every rule)."""
+    out: dict[int, frozenset[str] | None] = {}
+    if "neuron-migrate:" not in source:
+        return out
+    for number, line in enumerate(source.splitlines(), start=1):
+        match = _IGNORE_RE.search(line)
+        if not match:
+            continue
+        ids = match.group("ids")
+        out[number] = None if ids is None else frozenset(i.strip().upper() for i in ids.split(",") if i.strip())
+    return out
+
+
+def root_name(node: cst.CSTNode) -> str:
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else ""
+
+
+def code_of(node: cst.CSTNode) -> str:
+    return _EMPTY.code_for_node(node)
+
+
+@dataclass
+class PendingNote:
+    """What the rule currently running said about the change it is making."""
+
+    message: str = ""
+    review: str = ""
+    safety: str = ""
+    fix: str = ""
+
+
+@dataclass
+class ImportRequest:
+    module: str
+    name: str | None = None
+    alias: str | None = None
+
+    def statement(self) -> str:
+        if self.name:
+            suffix = f" as {self.alias}" if self.alias and self.alias != self.name else ""
+            return f"from {self.module} import {self.name}{suffix}"
+        suffix = f" as {self.alias}" if self.alias and self.alias != self.module else ""
+        return f"import {self.module}{suffix}"
+
+
+@dataclass
+class FileContext:
+    path: str
+    wrapper: MetadataWrapper
+    no_comments: bool = False
+    cell: int | None = None
+    findings: list[Finding] = field(default_factory=list)
+    imports_needed: dict[str, ImportRequest] = field(default_factory=dict)
+    existing_imports: dict[str, str] = field(default_factory=dict)
+    existing_from_imports: dict[tuple[str, str], str] = field(default_factory=dict)
+    module_names: set[str] = field(default_factory=set)
+    facts: dict[str, object] = field(default_factory=dict)
+    _suppressed: dict[int, frozenset[str] | None] = field(default_factory=dict)
+    _note: PendingNote = field(default_factory=PendingNote)
+    _rule: RuleMeta | None = None
+    # statement node id -> marker comment lines to attach when the engine leaves that statement
+    markers: dict[int, list[str]] = field(default_factory=dict)
+    statement_stack: list[cst.CSTNode] = field(default_factory=list)
+    import_bound: set[str] = field(default_factory=set)
+    star_import: bool = False
+    # id(call) -> the one-statement line whose whole value the call is (filled by the engine)
+    statement_for_call: dict[int, cst.SimpleStatementLine] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.module = self.wrapper.module
+        self._suppressed = suppressed_lines(self.module.code)
+        self._qnames = self.wrapper.resolve(QualifiedNameProvider)
+        self._positions = None
+        self._scan_imports()
+
+    # ----- name resolution -------------------------------------------------------------------
+    def qualified_names(self, node: cst.CSTNode) -> set[str]:
+        """Imported qualified names of ``node`` (local shadows and unknown names give nothing)."""
+        if root_name(node) not in self.import_bound:
+            return set()
+        value = self._qnames.get(node, ())
+        if isinstance(value, LazyValue):
+            value = value()
+        return {q.name for q in value if q.source is QualifiedNameSource.IMPORT}
+
+    def note_import(self, node: cst.Import | cst.ImportFrom, roots: frozenset[str]) -> None:
+        """Remember the names bound by imports of interesting modules; only those get resolved."""
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                dotted = code_of(alias.name)
+                if dotted.split(".")[0] in roots:
+                    self.import_bound.add(alias.asname.name.value if alias.asname else dotted.split(".")[0])
+            return
+        if node.relative or node.module is None or code_of(node.module).split(".")[0] not in roots:
+            return
+        if isinstance(node.names, cst.ImportStar):
+            self.star_import = True
+            return
+        for alias in node.names:
+            self.import_bound.add(alias.asname.name.value if alias.asname else code_of(alias.name))
+
+    def any_qualified_name(self, node: cst.CSTNode, names: set[str] | frozenset[str]) -> str | None:
+        for name in self.qualified_names(node):
+            if name in names:
+                return name
+        return None
+
+    def span(self, node: cst.CSTNode) -> Span:
+        if self._positions is None:
+            self._positions = self.wrapper.resolve(PositionProvider)
+        pos = self._positions.get(node)
+        if pos is None:
+            return Span(1, 1, 1, 1)
+        return Span(pos.start.line, pos.start.column + 1, pos.end.line, pos.end.column + 1)
+
+    def code(self, node: cst.CSTNode) -> str:
+        return code_of(node)
+
+    # ----- building replacement code ---------------------------------------------------------
+    def require_import(self, module: str, alias: str | None = None) -> str:
+        """Make ``module`` importable in this file and return the expression that names it.
+
+        ``require_import("torch.distributed", alias="dist")`` reuses ``import torch.distributed as
+        td`` if the file has it, else schedules ``import torch.distributed as dist``, unless ``dist``
+        already means something else here, in which case the full dotted name is used.
+        """
+        if module in self.existing_imports:
+            return self.existing_imports[module]
+        parent, _, child = module.rpartition(".")
+        if parent and (parent, child) in self.existing_from_imports:
+            return self.existing_from_imports[(parent, child)]
+        wanted = alias or module
+        request = self.imports_needed.get(module)
+        if request is not None:
+            return request.alias or module
+        if alias and alias in self.module_names:
+            alias = None
+            wanted = module
+        if alias is None and "." in module:
+            root = module.split(".")[0]
+            if root in self.existing_imports.values() and self.existing_imports.get(root) == root:
+                return module
+        self.imports_needed[module] = ImportRequest(module, alias=alias)
+        return wanted
+
+    def require_from_import(self, module: str, name: str) -> str:
+        if (module, name) in self.existing_from_imports:
+            return self.existing_from_imports[(module, name)]
+        key = f"{module}:{name}"
+        if key not in self.imports_needed:
+            if name in self.module_names:
+                return f"{self.require_import(module)}.{name}"
+            self.imports_needed[key] = ImportRequest(module, name=name)
+        return name
+
+    @staticmethod
+    def expr(text: str) -> cst.BaseExpression:
+        return cst.parse_expression(text)
+
+    @staticmethod
+    def statements(text: str) -> list[cst.BaseStatement]:
+        return list(cst.parse_module(text).body)
+
+    # ----- talking to the report -------------------------------------------------------------
+    def note(self, message: str) -> None:
+        """Describe the edit the current rule is making (defaults to the rule title)."""
+        self._note.message = message
+
+    def review(self, message: str) -> None:
+        """Ask a human to check the edit being made: a review marker goes next to it."""
+        self._note.review = message
+        self._note.safety = REVIEW
+
+    def manual(self, node: cst.CSTNode, message: str, fix: str = "") -> None:
+        """Leave ``node`` as it is and put a TODO marker with the concrete next step on its line."""
+        meta = self._require_rule()
+        if self.is_suppressed(meta.id, node):
+            self._record(meta, node, message, MANUAL, applied=False, fix=fix, suppressed=True)
+            return
+        self._record(meta, node, message, MANUAL, applied=False, fix=fix)
+        self._mark(f"# TODO(neuron-migrate {meta.id}): {message}")
+
+    def report(self, node: cst.CSTNode, message: str, fix: str = "") -> None:
+        """A finding for the report only: nothing is changed and no marker is written."""
+        meta = self._require_rule()
+        self._record(meta, node, message, MANUAL, applied=False, fix=fix, severity=INFO)
+
+    # ----- engine side -----------------------------------------------------------------------
+    def begin(self, meta: RuleMeta) -> None:
+        self._rule = meta
+        self._note = PendingNote()
+
+    def finish_edit(self, meta: RuleMeta, original: cst.CSTNode, after: str) -> None:
+        note = self._note
+        safety = note.safety or meta.safety
+        if safety == MANUAL:
+            safety = REVIEW
+        message = note.message or meta.title
+        self._record(meta, original, message, safety, applied=True, after=after, fix=note.fix)
+        if safety == REVIEW:
+            self._mark(f"# neuron-migrate({meta.id}): {note.review or meta.summary or meta.title}")
+
+    def end(self) -> None:
+        self._rule = None
+        self._note = PendingNote()
+
+    def is_suppressed(self, rule_id: str, node: cst.CSTNode) -> bool:
+        if not self._suppressed:
+            return False
+        lines = set()
+        span = self.span(node)
+        lines.update(range(span.line, span.end_line + 1))
+        if self.statement_stack:
+            stmt = self.statement_stack[-1]
+            stmt_span = self.span(stmt)
+            lines.add(stmt_span.line)
+            if isinstance(stmt, cst.SimpleStatementLine):
+                lines.add(stmt_span.end_line)
+        for line in lines:
+            if line in self._suppressed:
+                ids = self._suppressed[line]
+                if ids is None or rule_id in ids:
+                    return True
+        return False
+
+    def record_suppressed(self, meta: RuleMeta, node: cst.CSTNode) -> None:
+        self._record(meta, node, f"{meta.title} (suppressed by comment)", meta.safety, applied=False, suppressed=True)
+
+    def _require_rule(self) -> RuleMeta:
+        if self._rule is None:
+            raise RuntimeError("FileContext.manual() called outside a rule hook")
+        return self._rule
+
+    def _record(self, meta, node, message, safety, *, applied, after="", fix="", suppressed=False, severity="") -> None:
+        finding = Finding(
+            rule=meta.id,
+            message=message,
+            path=self.path,
+            span=self.span(node),
+            safety=safety,
+            applied=applied,
+            severity=severity or (INFO if applied else WARNING),
+            risks=tuple(sorted(meta.risks)),
+            before=self.code(node).strip(),
+            after=after.strip(),
+            fix=fix,
+            cell=self.cell,
+            suppressed=suppressed,
+        )
+        self.findings.append(finding.finalize())
+
+    def _mark(self, comment: str) -> None:
+        if self.no_comments or not self.statement_stack:
+            return
+        key = id(self.statement_stack[-1])
+        lines = self.markers.setdefault(key, [])
+        if comment not in lines:
+            lines.append(comment)
+
+    # ----- module facts ------------------------------------------------------------------------
+    def _scan_imports(self) -> None:
+        for stmt in self.module.body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                self._note_defined_name(stmt)
+                continue
+            for small in stmt.body:
+                if isinstance(small, cst.Import):
+                    for alias in small.names:
+                        dotted = code_of(alias.name)
+                        bound = alias.asname.name.value if alias.asname else dotted.split(".")[0]
+                        if alias.asname:
+                            self.existing_imports[dotted] = bound
+                        else:
+                            self.existing_imports.setdefault(dotted, dotted)
+                            root = dotted.split(".")[0]
+                            self.existing_imports.setdefault(root, root)
+                        self.module_names.add(bound)
+                elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
+                    if small.relative or small.module is None:
+                        continue
+                    module = code_of(small.module)
+                    for alias in small.names:
+                        name = code_of(alias.name)
+                        bound = alias.asname.name.value if alias.asname else name
+                        self.existing_from_imports[(module, name)] = bound
+                        self.module_names.add(bound)
+                elif isinstance(small, (cst.Assign, cst.AnnAssign)):
+                    targets = small.targets if isinstance(small, cst.Assign) else [small]
+                    for target in targets:
+                        if isinstance(target.target, cst.Name):
+                            self.module_names.add(target.target.value)
+
+    def _note_defined_name(self, stmt: cst.CSTNode) -> None:
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            self.module_names.add(stmt.name.value)

@@ -1,0 +1,373 @@
+"""Parse -> one pass of the rules -> imports -> re-parse check.
+
+The engine knows no legacy API by name. It resolves qualified names once per node, hands each
+node to the rules that asked for it, and keeps the promises every rule relies on: suppression
+comments, markers attached to the right statement, nothing left behind unreported, imports added
+once and removed when they became unused, and output that parses or is not produced at all.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper
+
+from neuron_migrate.migrate import imports as import_edits
+from neuron_migrate.migrate.context import FileContext, code_of
+from neuron_migrate.report.model import Finding, Span
+from neuron_migrate.rules.base import Rule, RuleIndex, StatementReplacement, select_rules
+
+_STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+
+
+class InternalError(Exception):
+    """A rule produced code that does not parse; carries the rule ids that touched the file."""
+
+
+@dataclass
+class PythonResult:
+    source: str
+    code: str
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.code != self.source
+
+
+@dataclass
+class LegacyRef:
+    node: cst.CSTNode
+    qname: str
+    statement: cst.CSTNode
+
+
+@dataclass(frozen=True)
+class RulePlan:
+    """The selected rules, indexed for dispatch, plus the engine-level safety nets."""
+
+    index: RuleIndex
+    legacy_prefixes: tuple[str, ...]
+    leftover: type[Rule] | None = None
+    shim: type[Rule] | None = None
+
+    @classmethod
+    def build(cls, select=(), ignore=()) -> RulePlan:
+        from neuron_migrate.rules import LEGACY_MODULES
+
+        chosen = select_rules(select, ignore)
+        by_id = {rule.meta.id: rule for rule in chosen}
+        return cls(
+            index=RuleIndex.build(chosen),
+            legacy_prefixes=LEGACY_MODULES,
+            leftover=by_id.get(LEFTOVER_ID),
+            shim=by_id.get(SHIM_ID),
+        )
+
+    def triggers(self) -> tuple[bytes, ...]:
+        return self.index.triggers()
+
+    @property
+    def roots(self) -> frozenset[str]:
+        """Top-level modules named by any rule table or legacy prefix: only names imported from
+        these are ever resolved, which keeps the cost of qualified names low."""
+        names = [*self.index.calls, *self.index.references, *self.legacy_prefixes]
+        return frozenset(n.split(".")[0] for n in names)
+
+
+LEFTOVER_ID = "NM100"
+SHIM_ID = "NM190"
+
+
+class MigrationTransformer(cst.CSTTransformer):
+    def __init__(self, ctx: FileContext, plan: RulePlan) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.index = plan.index
+        self.instances: dict[type[Rule], Rule] = {rule: rule(ctx) for rule in plan.index.rules}
+        self.legacy_prefixes = plan.legacy_prefixes
+        self.leftover_rule = plan.leftover
+        self.shim_rule = plan.shim
+        self.roots = plan.roots
+        self.call_funcs: set[int] = set()
+        self.inner_attrs: set[int] = set()
+        self.import_depth = 0
+        self.shim_depth = 0
+        self.legacy_refs: list[LegacyRef] = []
+        self.handled_spans: list[Span] = []
+        self.shims: list[cst.CSTNode] = []
+        # id(call) -> the one-statement line it is the whole value of
+        self.statement_calls: dict[int, cst.SimpleStatementLine] = {}
+        # id(original line) -> statements that replace it (empty = delete)
+        self.pending_statements: dict[int, list[cst.BaseStatement]] = {}
+        # id(updated line) -> its comment lines, for lines deleted at the block level
+        self.deleted_lines: dict[int, list[cst.EmptyLine]] = {}
+
+    # ----- traversal ---------------------------------------------------------------------------
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, _STATEMENTS):
+            self.ctx.statement_stack.append(node)
+            if isinstance(node, cst.SimpleStatementLine):
+                self._note_statement_call(node)
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            self.import_depth += 1
+            self.ctx.note_import(node, self.roots)
+        elif isinstance(node, cst.Call):
+            self.call_funcs.add(id(node.func))
+        elif isinstance(node, cst.Attribute):
+            self.inner_attrs.add(id(node.value))
+            self._note_legacy(node)
+        elif isinstance(node, cst.Name):
+            self._note_legacy(node)
+        if self._is_shim(node):
+            if not self.shim_depth:
+                self._report_shim(node)
+            self.shim_depth += 1
+            self.shims.append(node)
+        for rule in self.index.hooks.get("visit_" + type(node).__name__, ()):
+            getattr(self.instances[rule], "visit_" + type(node).__name__)(node)
+        return True
+
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
+        result = updated
+        if isinstance(original, cst.Call):
+            result = self._dispatch(original, result, self.index.calls, original.func)
+        elif isinstance(original, (cst.Attribute, cst.Name)) and id(original) not in self.call_funcs:
+            if self.import_depth == 0 and id(original) not in self.inner_attrs:
+                result = self._dispatch(original, result, self.index.references, original)
+        hook = "leave_" + type(original).__name__
+        for rule in self.index.hooks.get(hook, ()):
+            if not isinstance(result, cst.CSTNode) or type(result) is not type(original):
+                break
+            result = self._apply(rule, hook, original, result)
+        if isinstance(original, (cst.Import, cst.ImportFrom)):
+            self.import_depth -= 1
+        if self.shims and self.shims[-1] is original:
+            self.shims.pop()
+            self.shim_depth -= 1
+        if isinstance(original, _STATEMENTS):
+            result = self._finish_statement(original, result)
+            self.ctx.statement_stack.pop()
+        elif isinstance(original, (cst.IndentedBlock, cst.Module)):
+            result = self._drop_deleted_lines(result)
+        return result
+
+    def _note_statement_call(self, line: cst.SimpleStatementLine) -> None:
+        if len(line.body) != 1:
+            return
+        small = line.body[0]
+        value = getattr(small, "value", None)
+        if isinstance(small, (cst.Expr, cst.Assign, cst.AnnAssign, cst.Return)) and isinstance(value, cst.Call):
+            self.statement_calls[id(value)] = line
+            self.ctx.statement_for_call[id(value)] = line
+
+    # ----- dispatch ----------------------------------------------------------------------------
+    def _dispatch(self, original, updated, table, name_node):
+        if not table:
+            return updated
+        for qname in sorted(self.ctx.qualified_names(name_node)):
+            for rule, method in table.get(qname, ()):
+                result = self._apply(rule, method, original, updated, qname)
+                if result is not updated:
+                    return result
+        return updated
+
+    def _apply(self, rule: type[Rule], method: str, original, updated, *args):
+        meta = rule.meta
+        if self.shim_depth:
+            return updated
+        before = len(self.ctx.findings)
+        self.ctx.begin(meta)
+        try:
+            result = getattr(self.instances[rule], method)(original, updated, *args)
+            if isinstance(result, StatementReplacement):
+                result = self._schedule_statement(original, updated, result)
+            changed = result is not updated
+            if changed and self.ctx.is_suppressed(meta.id, original):
+                self.ctx.record_suppressed(meta, original)
+                self.handled_spans.append(self.ctx.span(original))
+                return updated
+            if changed:
+                after = result.after if isinstance(result, _Scheduled) else _code_of_result(result)
+                self.ctx.finish_edit(meta, original, after)
+                if isinstance(result, _Scheduled):
+                    self.pending_statements[id(result.line)] = result.statements
+                    result = updated
+            if changed or len(self.ctx.findings) != before:
+                self.handled_spans.append(self.ctx.span(original))
+            return result
+        finally:
+            self.ctx.end()
+
+    def _schedule_statement(self, original, updated, replacement: StatementReplacement):
+        line = self.statement_calls.get(id(original))
+        # Deleting "x = f()" would leave x undefined, so only bare expression lines may vanish.
+        deletes_value = not replacement.statements and line is not None and not isinstance(line.body[0], cst.Expr)
+        if line is None or id(line) in self.pending_statements or deletes_value:
+            message = "used inside an expression, so it cannot be rewritten automatically"
+            if replacement.fallback:
+                message += f"; {replacement.fallback}"
+            self.ctx.manual(original, message)
+            return updated
+        after = "".join(code_of(s) for s in replacement.statements)
+        return _Scheduled(line, replacement.statements, after)
+
+    # ----- statements: markers and leftovers ---------------------------------------------------
+    def _finish_statement(self, original, result):
+        replacement = self.pending_statements.pop(id(original), None)
+        if replacement is not None:
+            result = self._replace_line(result, replacement)
+        self._report_leftovers(original)
+        comments = self.ctx.markers.pop(id(original), None)
+        if not comments:
+            return result
+        if id(result) in self.deleted_lines:
+            self.deleted_lines[id(result)].extend(cst.EmptyLine(comment=cst.Comment(c)) for c in comments)
+            return result
+        if isinstance(result, cst.FlattenSentinel):
+            nodes = list(result.nodes)
+            if nodes and hasattr(nodes[0], "leading_lines"):
+                nodes[0] = _with_comments(nodes[0], comments)
+            return cst.FlattenSentinel(nodes)
+        if isinstance(result, cst.RemovalSentinel) or not hasattr(result, "leading_lines"):
+            return result
+        return _with_comments(result, comments)
+
+    def _replace_line(self, line: cst.SimpleStatementLine, statements: list[cst.BaseStatement]):
+        if not statements:
+            self.deleted_lines[id(line)] = [l for l in line.leading_lines if l.comment is not None]
+            return line
+        first = statements[0]
+        statements = [first.with_changes(leading_lines=[*line.leading_lines, *first.leading_lines]), *statements[1:]]
+        last = statements[-1]
+        if isinstance(last, cst.SimpleStatementLine) and line.trailing_whitespace.comment is not None:
+            statements[-1] = last.with_changes(trailing_whitespace=line.trailing_whitespace)
+        return cst.FlattenSentinel(statements)
+
+    def _drop_deleted_lines(self, block):
+        if not self.deleted_lines or not any(id(s) in self.deleted_lines for s in block.body):
+            return block
+        body: list = []
+        carried: list[cst.EmptyLine] = []
+        for stmt in block.body:
+            if id(stmt) in self.deleted_lines:
+                carried.extend(self.deleted_lines.pop(id(stmt)))
+                continue
+            if carried:
+                stmt = stmt.with_changes(leading_lines=[*carried, *stmt.leading_lines])
+                carried = []
+            body.append(stmt)
+        if carried:
+            footer = [*carried, *block.footer]
+            return block.with_changes(body=body, footer=footer)
+        return block.with_changes(body=body)
+
+    def _note_legacy(self, node: cst.CSTNode) -> None:
+        if self.import_depth or id(node) in self.inner_attrs or not self.ctx.statement_stack:
+            return
+        if self.shim_depth:
+            return
+        for qname in self.ctx.qualified_names(node):
+            if qname.startswith(self.legacy_prefixes):
+                self.legacy_refs.append(LegacyRef(node, qname, self.ctx.statement_stack[-1]))
+                return
+
+    def _report_leftovers(self, statement) -> None:
+        if self.leftover_rule is None:
+            return
+        remaining = []
+        for ref in self.legacy_refs:
+            if ref.statement is not statement:
+                remaining.append(ref)
+                continue
+            if self._handled(self.ctx.span(ref.node)):
+                continue
+            rule = self.leftover_rule
+            self.ctx.begin(rule.meta)
+            try:
+                if self.ctx.is_suppressed(rule.meta.id, ref.node):
+                    self.ctx.record_suppressed(rule.meta, ref.node)
+                else:
+                    self.ctx.manual(ref.node, rule.message_for(ref.qname), fix=rule.fix_for(ref.qname))
+            finally:
+                self.ctx.end()
+            self.handled_spans.append(self.ctx.span(ref.node))
+        self.legacy_refs = remaining
+
+    def _handled(self, span: Span) -> bool:
+        start, end = (span.line, span.column), (span.end_line, span.end_column)
+        for h in self.handled_spans:
+            if (h.line, h.column) <= start and end <= (h.end_line, h.end_column):
+                return True
+        return False
+
+    def _is_shim(self, node: cst.CSTNode) -> bool:
+        return import_edits.is_shim(node, self.legacy_prefixes)
+
+    def _report_shim(self, node: cst.CSTNode) -> None:
+        if self.shim_rule is None:
+            return
+        self.ctx.begin(self.shim_rule.meta)
+        try:
+            self.ctx.report(node, self.shim_rule.MESSAGE)
+        finally:
+            self.ctx.end()
+
+
+@dataclass
+class _Scheduled:
+    line: cst.SimpleStatementLine
+    statements: list[cst.BaseStatement]
+    after: str
+
+
+def _with_comments(node, comments: list[str]):
+    existing = {line.comment.value.strip() for line in node.leading_lines if line.comment is not None}
+    new_lines = [cst.EmptyLine(comment=cst.Comment(c)) for c in comments if c not in existing]
+    if not new_lines:
+        return node
+    return node.with_changes(leading_lines=[*node.leading_lines, *new_lines])
+
+
+def _code_of_result(result) -> str:
+    if isinstance(result, cst.FlattenSentinel):
+        return "".join(code_of(n) for n in result.nodes)
+    if isinstance(result, cst.RemovalSentinel):
+        return ""
+    return code_of(result)
+
+
+def migrate_python(
+    source: str,
+    path: str,
+    plan: RulePlan,
+    *,
+    no_comments: bool = False,
+    cell: int | None = None,
+) -> PythonResult:
+    """Rewrite one Python source text. Raises ``cst.ParserSyntaxError`` for input that does not parse
+    and :class:`InternalError` when the rewrite would not parse."""
+    module = cst.parse_module(source)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    ctx = FileContext(path=path, wrapper=wrapper, no_comments=no_comments, cell=cell)
+    transformer = MigrationTransformer(ctx, plan)
+    new_module = wrapper.module.visit(transformer)
+    changed = any(f.applied and not f.suppressed for f in ctx.findings)
+    if changed:
+        new_module = import_edits.remove_unused_legacy_imports(new_module, plan.legacy_prefixes)
+    if ctx.imports_needed and changed:
+        new_module = import_edits.add_imports(new_module, [r.statement() for r in ctx.imports_needed.values()])
+    code = new_module.code
+    if code != source:
+        _check_parses(code, path, ctx.findings)
+    return PythonResult(source=source, code=code, findings=ctx.findings)
+
+
+def _check_parses(code: str, path: str, findings: list[Finding]) -> None:
+    try:
+        ast.parse(code, filename=path)
+    except SyntaxError as exc:
+        rules = sorted({f.rule for f in findings if f.applied})
+        raise InternalError(f"rewrite by {', '.join(rules) or 'the engine'} does not parse: {exc}") from exc

@@ -1,0 +1,168 @@
+"""Import edits applied once per file after the rules ran: add what rules asked for, drop legacy
+imports whose names the rewritten code no longer uses.
+
+Only imports of legacy modules are ever removed: the tool does not tidy the user's other imports.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuron_migrate.migrate.context import code_of
+
+
+def is_legacy_import_block(block, legacy_prefixes: tuple[str, ...]) -> bool:
+    for stmt in getattr(block, "body", ()):
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Import):
+                names = [code_of(a.name) for a in small.names]
+            elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
+                names = [code_of(small.module)]
+            else:
+                continue
+            if any(_is_legacy(n, legacy_prefixes) for n in names):
+                return True
+    return False
+
+
+def _is_legacy(dotted: str, legacy_prefixes: tuple[str, ...]) -> bool:
+    return any(dotted == p or dotted.startswith(p + ".") for p in legacy_prefixes)
+
+
+class _UsedNames(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Import(self, node) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node) -> bool:
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        # Names listed in __all__ or used in string annotations still count as uses.
+        text = node.evaluated_value if isinstance(node.evaluated_value, str) else ""
+        if text.isidentifier():
+            self.names.add(text)
+
+
+class _LegacyImportRemover(cst.CSTTransformer):
+    def __init__(self, used: set[str], legacy_prefixes: tuple[str, ...], is_shim) -> None:
+        super().__init__()
+        self.used = used
+        self.legacy_prefixes = legacy_prefixes
+        self.is_shim = is_shim
+
+    def visit_Try(self, node: cst.Try) -> bool:
+        return not self.is_shim(node)
+
+    def visit_If(self, node: cst.If) -> bool:
+        return not self.is_shim(node)
+
+    def leave_Import(self, original, updated: cst.Import):
+        keep = []
+        for alias in updated.names:
+            dotted = code_of(alias.name)
+            bound = alias.asname.name.value if alias.asname else dotted.split(".")[0]
+            # A side-effect import such as "import torch_xla.distributed.xla_backend" goes too: it
+            # only registered things on the legacy stack.
+            if _is_legacy(dotted, self.legacy_prefixes) and bound not in self.used:
+                continue
+            keep.append(alias)
+        return _rebuild(updated, keep)
+
+    def leave_ImportFrom(self, original, updated: cst.ImportFrom):
+        if updated.relative or updated.module is None or isinstance(updated.names, cst.ImportStar):
+            return updated
+        if not _is_legacy(code_of(updated.module), self.legacy_prefixes):
+            return updated
+        keep = [a for a in updated.names if (a.asname.name.value if a.asname else code_of(a.name)) in self.used]
+        return _rebuild(updated, keep)
+
+
+def _rebuild(node, keep):
+    if len(keep) == len(node.names):
+        return node
+    if not keep:
+        return cst.RemoveFromParent()
+    keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return node.with_changes(names=keep)
+
+
+def remove_unused_legacy_imports(module: cst.Module, legacy_prefixes: tuple[str, ...]) -> cst.Module:
+    if not legacy_prefixes:
+        return module
+    finder = _UsedNames()
+    module.visit(finder)
+
+    remover = _LegacyImportRemover(finder.names, legacy_prefixes, lambda n: is_shim(n, legacy_prefixes))
+    cleaned = module.visit(remover)
+    if cleaned.body and module.body and cleaned.body[0] is not module.body[0]:
+        # The file's first lines were removed imports: do not leave it starting with blank lines.
+        first = cleaned.body[0]
+        lines = list(first.leading_lines)
+        while lines and lines[0].comment is None:
+            lines.pop(0)
+        cleaned = cleaned.with_changes(body=[first.with_changes(leading_lines=lines), *cleaned.body[1:]])
+    return cleaned
+
+
+# Guards that mean "this branch only runs on the legacy stack"; the code inside is reported once
+# as a compatibility shim and left alone, so dual-stack code keeps working on both sides.
+SHIM_GUARDS = (
+    "is_torch_xla_available",
+    "is_torch_tpu_available",
+    "is_neuronx_available",
+    "is_torch_neuronx_available",
+    "is_neuronx_distributed_available",
+    "is_optimum_neuron_available",
+)
+
+
+def is_shim(node: cst.CSTNode, legacy_prefixes: tuple[str, ...]) -> bool:
+    """``try: import torch_xla ...`` (any handler) and ``if is_torch_xla_available(): ...``."""
+    if isinstance(node, cst.Try):
+        return is_legacy_import_block(node.body, legacy_prefixes)
+    if isinstance(node, cst.If):
+        test = code_of(node.test)
+        return any(guard in test for guard in SHIM_GUARDS)
+    return False
+
+
+def add_imports(module: cst.Module, statements: list[str]) -> cst.Module:
+    """Insert ``statements`` (sorted, once) after the file's leading import block."""
+    if not statements:
+        return module
+    new = [cst.parse_statement(s + "\n") for s in sorted(set(statements))]
+    body = list(module.body)
+    position = _insert_position(body)
+    return module.with_changes(body=[*body[:position], *new, *body[position:]])
+
+
+def _insert_position(body) -> int:
+    position = 0
+    for i, stmt in enumerate(body):
+        if _is_docstring(stmt) and i == 0:
+            position = 1
+            continue
+        if isinstance(stmt, cst.SimpleStatementLine) and all(
+            isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
+        ):
+            position = i + 1
+            continue
+        break
+    return position
+
+
+def _is_docstring(stmt) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
