@@ -7,6 +7,8 @@ Only imports of legacy modules are ever removed: the tool does not tidy the user
 from __future__ import annotations
 
 import libcst as cst
+from libcst.metadata import MetadataWrapper, ScopeProvider
+from libcst.metadata.scope_provider import ImportAssignment
 
 from neuron_migrate.migrate.context import code_of
 
@@ -34,6 +36,9 @@ def _is_legacy(dotted: str, legacy_prefixes: tuple[str, ...]) -> bool:
 class _UsedNames(cst.CSTVisitor):
     def __init__(self) -> None:
         self.names: set[str] = set()
+        self.strings: set[str] = set()
+        # Names something other than a module-level import binds: only these can shadow one.
+        self.rebound: set[str] = set()
 
     def visit_Import(self, node) -> bool:
         return False
@@ -44,15 +49,105 @@ class _UsedNames(cst.CSTVisitor):
     def visit_Name(self, node: cst.Name) -> None:
         self.names.add(node.value)
 
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        # ``torch.optim.SGD`` uses the name ``torch``; its attribute ``SGD`` must not keep an
+        # imported ``SGD`` alive.
+        node.value.visit(self)
+        return False
+
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         # Names listed in __all__ or used in string annotations still count as uses.
         text = node.evaluated_value if isinstance(node.evaluated_value, str) else ""
         if text.isidentifier():
-            self.names.add(text)
+            self.strings.add(text)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._rebinds(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._rebinds(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._rebinds(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._rebinds(node.target)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._rebinds(node.target)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._rebinds(node.target)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self._rebinds(node.name)
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self.rebound.add(node.name.value)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.rebound.add(node.name.value)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.rebound.add(node.name.value)
+
+    def _rebinds(self, target: cst.CSTNode) -> None:
+        if isinstance(target, cst.Name):
+            self.rebound.add(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._rebinds(element.value)
+        elif isinstance(target, cst.StarredElement):
+            self._rebinds(target.value)
+
+
+class _NameUses:
+    """Whether a name bound by an import is still read.
+
+    The name scan is cheap but blind to scopes. When it says "used" of a name that the file also
+    binds some other way, scope analysis confirms that some read resolves to an import and not to
+    a local variable sharing its name (a function's own ``xla_device = "cpu"``); it runs at most
+    once per file, and only in that case.
+    """
+
+    def __init__(self, module: cst.Module) -> None:
+        finder = _UsedNames()
+        module.visit(finder)
+        self.module = module
+        self.names = finder.names
+        self.strings = finder.strings
+        self.rebound = finder.rebound
+        self._unread: set[str] | None = None
+
+    def __contains__(self, name: str) -> bool:
+        if name in self.strings:
+            return True
+        if name not in self.names:
+            return False
+        if name not in self.rebound:
+            return True
+        if self._unread is None:
+            self._unread = _unread_import_names(self.module)
+        return name not in self._unread
+
+
+def _unread_import_names(module: cst.Module) -> set[str]:
+    bound: set[str] = set()
+    read: set[str] = set()
+    scopes = MetadataWrapper(module).resolve(ScopeProvider)
+    for scope in {s for s in scopes.values() if s is not None}:
+        for assignment in scope.assignments:
+            if isinstance(assignment, ImportAssignment):
+                # "import a.b.c" binds "a", recorded as assignments to "a", "a.b" and "a.b.c".
+                name = assignment.name.split(".")[0]
+                bound.add(name)
+                if assignment.references:
+                    read.add(name)
+    return bound - read
 
 
 class _LegacyImportRemover(cst.CSTTransformer):
-    def __init__(self, used: set[str], legacy_prefixes: tuple[str, ...], is_shim) -> None:
+    def __init__(self, used: _NameUses, legacy_prefixes: tuple[str, ...], is_shim) -> None:
         super().__init__()
         self.used = used
         self.legacy_prefixes = legacy_prefixes
@@ -97,10 +192,7 @@ def _rebuild(node, keep):
 def remove_unused_legacy_imports(module: cst.Module, legacy_prefixes: tuple[str, ...]) -> cst.Module:
     if not legacy_prefixes:
         return module
-    finder = _UsedNames()
-    module.visit(finder)
-
-    remover = _LegacyImportRemover(finder.names, legacy_prefixes, lambda n: is_shim(n, legacy_prefixes))
+    remover = _LegacyImportRemover(_NameUses(module), legacy_prefixes, lambda n: is_shim(n, legacy_prefixes))
     cleaned = module.visit(remover)
     if cleaned.body and module.body and cleaned.body[0] is not module.body[0]:
         # The file's first lines were removed imports: do not leave it starting with blank lines.

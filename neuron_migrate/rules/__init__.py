@@ -12,6 +12,7 @@ FAMILIES = (
     "xla_data",
     "xla_amp",
     "xla_debug",
+    "env_vars",
 )
 
 # Modules whose every import is legacy-only; imports of them are removed once unused, and any

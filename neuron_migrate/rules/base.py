@@ -72,7 +72,8 @@ class StatementReplacement:
     ``statements`` empty means "delete the statement" (its comments move to the next line). The
     engine only applies it when the call is the entire value of a one-statement line
     (``f()``, ``x = f()``, ``return f()``); anywhere else the call is reported as manual with
-    ``fallback`` as the next step.
+    ``fallback`` as the next step. A ``leave_SimpleStatementLine`` hook may return it as well, to
+    replace or delete its own line (deleting is then always applied: the hook knows the line).
     """
 
     statements: list[cst.BaseStatement]

@@ -1,0 +1,241 @@
+"""The ``neuron-migrate`` command line: ``rewrite`` and ``rules``.
+
+Exit codes are the same for every command: 0 nothing to change, 1 files changed or would change,
+2 a usage error or a file that could not be processed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from neuron_migrate import __version__
+from neuron_migrate.rules import catalog
+
+app = typer.Typer(
+    name="neuron-migrate",
+    help="Migrate PyTorch/XLA, torch-neuronx and optimum-neuron code to TorchNeuron.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+USAGE_ERROR = 2
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"neuron-migrate {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Migrate PyTorch/XLA, torch-neuronx and optimum-neuron code to TorchNeuron."""
+
+
+def rule_ids(values: list[str] | None, flag: str) -> tuple[str, ...] | None:
+    """``--select NM1,NM130 --select NM2`` -> ("NM1", "NM130", "NM2"); ids that match no rule are a usage error."""
+    if not values:
+        return None
+    ids = tuple(part.strip().upper() for value in values for part in value.split(",") if part.strip())
+    unknown = catalog.unknown_selectors(ids)
+    if unknown:
+        raise typer.BadParameter("; ".join(_unknown_message(i) for i in unknown), param_hint=flag)
+    return ids
+
+
+def _unknown_message(rule_id: str) -> str:
+    close = catalog.close_ids(rule_id)
+    hint = f" (did you mean {', '.join(close)}?)" if close else " (see `neuron-migrate rules`)"
+    return f"unknown rule id {rule_id!r}{hint}"
+
+
+def _report_format(path: Path | None) -> str | None:
+    if path is None:
+        return None
+    from neuron_migrate.report.render import format_for_path
+
+    try:
+        return format_for_path(path)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--report") from None
+
+
+def _check_configured_ids(config) -> None:
+    """Rule ids from pyproject.toml get the same check as the flags, naming the file they came from."""
+    for key in ("select", "ignore"):
+        unknown = catalog.unknown_selectors(getattr(config, key))
+        if unknown:
+            where = f"{config.source}: [tool.neuron-migrate] {key}" if config.source else f"--{key}"
+            raise _fail(f"{where}: " + "; ".join(_unknown_message(i) for i in unknown))
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"neuron-migrate: error: {message}", err=True)
+    return typer.Exit(USAGE_ERROR)
+
+
+@app.command()
+def rewrite(
+    paths: Annotated[
+        list[Path], typer.Argument(exists=True, help="Files or folders to migrate.", show_default=False)
+    ],
+    diff: Annotated[bool, typer.Option("--diff", help="Print the unified diff; write nothing.")] = False,
+    check: Annotated[
+        bool, typer.Option("--check", help="Write nothing; exit 1 if anything would change.")
+    ] = False,
+    report: Annotated[
+        Optional[Path],
+        typer.Option("--report", help="Write a report; the format follows the extension: .json .sarif .md .html."),
+    ] = None,
+    select: Annotated[
+        Optional[list[str]], typer.Option("--select", help="Only these rule ids or prefixes (NM1,NM130).")
+    ] = None,
+    ignore: Annotated[
+        Optional[list[str]], typer.Option("--ignore", help="Skip these rule ids or prefixes.")
+    ] = None,
+    no_comments: Annotated[
+        bool, typer.Option("--no-comments", help="No marker comments in the code; the guidance stays in the report.")
+    ] = False,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", min=1, help="Worker processes (default: CPU count).")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the result cache.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors and a one-line summary.")] = False,
+) -> None:
+    """Rewrite legacy Neuron code in place (or show / check what would change)."""
+    from neuron_migrate.config import ConfigError, load_config
+    from neuron_migrate.migrate.runner import run
+    from neuron_migrate.report.render import render
+    from neuron_migrate.report.terminal import Terminal
+
+    if diff and check:
+        raise typer.BadParameter("use either --diff or --check, not both", param_hint="--diff/--check")
+    selected = rule_ids(select, "--select")
+    ignored = rule_ids(ignore, "--ignore")
+    report_format = _report_format(report)
+    mode = "diff" if diff else "check" if check else "write"
+
+    try:
+        config = load_config(
+            paths,
+            select=selected,
+            ignore=ignored,
+            no_comments=True if no_comments else None,
+            jobs=jobs,
+            cache=False if no_cache else None,
+        )
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    _check_configured_ids(config)
+
+    # With --diff, stdout carries the patch alone so that `rewrite --diff > change.patch` works.
+    terminal = Terminal(out=sys.stderr if diff else sys.stdout, quiet=quiet)
+    with terminal.progress() as progress:
+        result = run(paths, config, mode=mode, progress=progress)
+
+    if diff:
+        for file_result in result.files:
+            if file_result.diff:
+                sys.stdout.write(file_result.diff if file_result.diff.endswith("\n") else file_result.diff + "\n")
+        sys.stdout.flush()
+
+    if report is not None:
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text(render(result, report_format, rules=catalog.catalog()), encoding="utf-8")
+
+    terminal.show(result, str(report) if report is not None else None)
+    raise typer.Exit(result.exit_code())
+
+
+class RulesFormat(str, Enum):
+    text = "text"
+    markdown = "markdown"
+    json = "json"
+
+
+@app.command()
+def rules(
+    rule_id: Annotated[
+        Optional[str], typer.Argument(help="Explain one rule (e.g. NM110); without it, list them all.")
+    ] = None,
+    output_format: Annotated[
+        RulesFormat, typer.Option("--format", help="text (a table on a terminal), markdown or json.")
+    ] = RulesFormat.text,
+) -> None:
+    """List the rules, or explain one with its before/after example."""
+    rule = None
+    if rule_id is not None:
+        rule = catalog.find_rule(rule_id)
+        if rule is None:
+            raise _fail(_unknown_message(rule_id))
+
+    if output_format is RulesFormat.markdown:
+        typer.echo(catalog.markdown() if rule is None else catalog.rule_markdown(rule) + "\n", nl=False)
+    elif output_format is RulesFormat.json:
+        data = catalog.catalog() if rule is None else catalog.rule_dict(rule)
+        typer.echo(json.dumps(data, indent=2))
+    elif rule is None:
+        _print_rule_table()
+    else:
+        _print_rule(rule)
+
+
+def _print_rule_table() -> None:
+    from neuron_migrate.report.terminal import is_plain
+
+    if is_plain(sys.stdout):
+        typer.echo(catalog.table_text(), nl=False)
+        return
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from neuron_migrate.report.terminal import SAFETY_STYLE
+
+    table = Table("id", "safety", "title", "risks")
+    for rid, safety, title, risks in catalog.table_rows():
+        table.add_row(rid, f"[{SAFETY_STYLE.get(safety, '')}]{safety}[/]", escape(title), risks)
+    Console(highlight=False).print(table)
+
+
+def _print_rule(rule) -> None:
+    from neuron_migrate.report.terminal import is_plain
+
+    if is_plain(sys.stdout):
+        typer.echo(catalog.rule_text(rule), nl=False)
+        return
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.syntax import Syntax
+
+    console = Console(highlight=False, soft_wrap=True)
+    text = catalog.rule_text(rule)
+    head, _, _ = text.partition("\nexample")
+    console.print(escape(head.rstrip("\n")))
+    example = rule.meta.example
+    if example is None:
+        return
+    console.print()
+    if example.before == example.after:
+        console.print("example (left as it is; the finding goes to the report):")
+        console.print(Syntax(example.before, "python"))
+    else:
+        console.print("example:")
+        console.print(Syntax(catalog.example_diff(example), "diff"))
+
+
+def main() -> None:
+    app(prog_name="neuron-migrate")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,199 @@
+"""One frozen :class:`Config` from ``[tool.neuron-migrate]`` in the nearest ``pyproject.toml`` plus flags.
+
+The file is found by walking up from the first path given (like ruff and black), so running the tool
+from anywhere inside a project picks up that project's settings. Keyword arguments are the command
+line: ``None`` means "not given", anything else overrides the file.
+
+.. code-block:: toml
+
+    [tool.neuron-migrate]
+    select = ["NM1"]
+    ignore = ["NM150"]
+    extend-exclude = ["third_party/", "*_pb2.py"]
+    no-comments = false
+    jobs = 4
+    cache = true
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+SECTION = "neuron-migrate"
+CACHE_ENV = "NEURON_MIGRATE_CACHE_DIR"
+
+
+class ConfigError(Exception):
+    """A pyproject.toml that cannot be used; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class Config:
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    # gitwildmatch globs, relative to ``root``. ``exclude`` given on the command line replaces the
+    # file's list; ``extend_exclude`` always adds to it.
+    exclude: tuple[str, ...] = ()
+    extend_exclude: tuple[str, ...] = ()
+    no_comments: bool = False
+    jobs: int | None = None
+    cache: bool = True
+    cache_dir: Path | None = None
+    # The folder of the pyproject.toml the settings came from, else the working directory.
+    root: Path = Path(".")
+    source: Path | None = None
+
+    @property
+    def excludes(self) -> tuple[str, ...]:
+        return (*self.exclude, *self.extend_exclude)
+
+    @property
+    def workers(self) -> int:
+        return self.jobs or os.cpu_count() or 1
+
+    def fingerprint(self) -> str:
+        """Hash of the settings that change what a file is rewritten to; the cache keys on it.
+
+        Excludes, jobs and cache location decide which files are visited and how, not their output,
+        so changing them must not throw away cached results.
+        """
+        data = {
+            "select": sorted(s.upper() for s in self.select),
+            "ignore": sorted(s.upper() for s in self.ignore),
+            "no_comments": self.no_comments,
+        }
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _strings(value: Any) -> tuple[str, ...] | None:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    return None
+
+
+def _boolean(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _positive_int(value: Any) -> int | None:
+    # bool is an int subclass: `jobs = true` is a mistake, not one worker.
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    return None
+
+
+# pyproject key -> (Config field, converter returning None for a wrong type, what the key wants)
+KEYS = {
+    "select": ("select", _strings, "a list of rule ids or prefixes"),
+    "ignore": ("ignore", _strings, "a list of rule ids or prefixes"),
+    "exclude": ("exclude", _strings, "a list of glob patterns"),
+    "extend-exclude": ("extend_exclude", _strings, "a list of glob patterns"),
+    "no-comments": ("no_comments", _boolean, "true or false"),
+    "jobs": ("jobs", _positive_int, "a positive integer"),
+    "cache": ("cache", _boolean, "true or false"),
+}
+
+
+def find_pyproject(start: Path) -> tuple[Path, dict[str, Any]] | None:
+    """The nearest pyproject.toml at or above ``start`` that has a ``[tool.neuron-migrate]`` table."""
+    start = start.resolve()
+    folder = start if start.is_dir() else start.parent
+    for candidate in (folder, *folder.parents):
+        path = candidate / "pyproject.toml"
+        if not path.is_file():
+            continue
+        section = _read_section(path)
+        if section is not None:
+            return path, section
+    return None
+
+
+def _read_section(path: Path) -> dict[str, Any] | None:
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    section = data.get("tool", {}).get(SECTION) if isinstance(data.get("tool"), dict) else None
+    if section is None:
+        return None
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: [tool.{SECTION}] must be a table")
+    return section
+
+
+def _from_section(path: Path, section: dict[str, Any]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for key, raw in section.items():
+        if key not in KEYS:
+            known = ", ".join(KEYS)
+            hint = f" (did you mean {key.replace('_', '-')!r}?)" if key.replace("_", "-") in KEYS else ""
+            raise ConfigError(f"{path}: unknown key {key!r} in [tool.{SECTION}]{hint}; known keys: {known}")
+        name, convert, wanted = KEYS[key]
+        value = convert(raw)
+        if value is None:
+            raise ConfigError(f"{path}: [tool.{SECTION}] {key} must be {wanted}, got {raw!r}")
+        values[name] = value
+    return values
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("neuron-migrate"))
+
+
+def load_config(
+    paths: Sequence[Path | str] = (),
+    *,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    no_comments: bool | None = None,
+    jobs: int | None = None,
+    cache: bool | None = None,
+    exclude: Iterable[str] | None = None,
+    extend_exclude: Iterable[str] | None = None,
+) -> Config:
+    """Settings for a run over ``paths``: the project's pyproject.toml, overridden by the arguments."""
+    start = Path(paths[0]) if paths else Path.cwd()
+    found = find_pyproject(start)
+    values: dict[str, Any] = {}
+    config = Config(root=Path.cwd().resolve())
+    if found is not None:
+        path, section = found
+        values = _from_section(path, section)
+        config = replace(config, root=path.parent, source=path)
+
+    flags = {
+        "select": None if select is None else tuple(select),
+        "ignore": None if ignore is None else tuple(ignore),
+        "exclude": None if exclude is None else tuple(exclude),
+        "no_comments": no_comments,
+        "jobs": jobs,
+        "cache": cache,
+    }
+    if jobs is not None and _positive_int(jobs) is None:
+        raise ConfigError(f"jobs must be a positive integer, got {jobs!r}")
+    values.update({name: value for name, value in flags.items() if value is not None})
+    if extend_exclude is not None:
+        values["extend_exclude"] = (*values.get("extend_exclude", ()), *extend_exclude)
+    return replace(config, **values, cache_dir=default_cache_dir())

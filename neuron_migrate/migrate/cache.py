@@ -1,0 +1,165 @@
+"""Content-hash cache: a file whose bytes, path, tool and settings were seen before is not parsed again.
+
+An entry's key hashes everything that decides the outcome: the file's bytes and the path it is
+reported under (findings carry it), the tool version plus a fingerprint of the installed package
+source (so editing a rule during development invalidates entries without a version bump), the
+configuration's fingerprint and the ids of the selected rules. The value is the outcome: the new
+bytes or "unchanged", the findings and the diff. Entries are written atomically; an entry that cannot be
+read or decoded is a miss, never an error.
+
+The run's rule plan is cached the same way (ids, trigger words, metadata for the report), so a
+run whose files are all clean or all cached never imports LibCST or the rule modules.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from neuron_migrate import __version__
+from neuron_migrate.migrate.sources import Outcome
+from neuron_migrate.report.model import CHANGED, UNCHANGED, Finding, Span
+
+FORMAT = "v1"
+
+
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """Version plus size and mtime of every module of the installed package: a stat per file."""
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256(__version__.encode())
+    for folder, dirnames, filenames in os.walk(package):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for name in sorted(filenames):
+            if name.endswith((".py", ".json")):
+                full = os.path.join(folder, name)
+                st = os.stat(full)
+                digest.update(f"{os.path.relpath(full, package)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:20]
+
+
+@dataclass(frozen=True)
+class PlanSummary:
+    """What a run needs to know about its rules before any file is parsed."""
+
+    ids: tuple[str, ...]
+    triggers: tuple[bytes, ...]
+    rules: dict[str, dict[str, Any]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ids": list(self.ids),
+            "triggers": [t.decode("latin-1") for t in self.triggers],
+            "rules": self.rules,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PlanSummary:
+        return cls(
+            ids=tuple(data["ids"]),
+            triggers=tuple(t.encode("latin-1") for t in data["triggers"]),
+            rules=dict(data["rules"]),
+        )
+
+
+class Cache:
+    def __init__(self, folder: Path, salt: str) -> None:
+        self.folder = Path(folder) / FORMAT
+        self.salt = salt.encode()
+
+    @classmethod
+    def for_run(cls, folder: Path, config_fingerprint: str, rule_ids: tuple[str, ...]) -> Cache:
+        salt = "\0".join([code_fingerprint(), config_fingerprint, ",".join(rule_ids)])
+        return cls(folder, salt)
+
+    def key(self, path: str, data: bytes) -> str:
+        digest = hashlib.sha256(self.salt)
+        digest.update(b"\0" + path.encode("utf-8", "surrogateescape") + b"\0")
+        digest.update(data)
+        return digest.hexdigest()
+
+    def _entry(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key[2:]}.json"
+
+    def get(self, key: str) -> Outcome | None:
+        try:
+            data = json.loads(self._entry(key).read_bytes())
+            outcome = _outcome_from_json(data)
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return outcome
+
+    def put(self, key: str, outcome: Outcome) -> None:
+        # Failures are not stored: they are rare, and some (stack depth) depend on where they ran.
+        if outcome.status not in (CHANGED, UNCHANGED):
+            return
+        store(self._entry(key), json.dumps(_outcome_to_json(outcome), separators=(",", ":")).encode())
+
+    # ----- the plan summary ----------------------------------------------------------------------
+    @staticmethod
+    def plan_key(select: tuple[str, ...], ignore: tuple[str, ...]) -> str:
+        raw = json.dumps([code_fingerprint(), sorted(select), sorted(ignore)])
+        return hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+    @staticmethod
+    def load_plan(folder: Path, key: str) -> PlanSummary | None:
+        try:
+            return PlanSummary.from_json(json.loads((Path(folder) / FORMAT / "plans" / f"{key}.json").read_bytes()))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+    @staticmethod
+    def store_plan(folder: Path, key: str, summary: PlanSummary) -> None:
+        store(Path(folder) / FORMAT / "plans" / f"{key}.json", json.dumps(summary.to_json()).encode())
+
+
+def store(path: Path, data: bytes) -> None:
+    """Write-then-rename so a reader never sees half an entry; a cache that cannot be written is
+    silently not used (a read-only home folder must not fail the run)."""
+    temp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(temp, path)
+        temp = None
+    except OSError:
+        pass
+    finally:
+        if temp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+
+
+def _outcome_to_json(outcome: Outcome) -> dict[str, Any]:
+    return {
+        "status": outcome.status,
+        "output": None if outcome.output is None else base64.b64encode(outcome.output).decode("ascii"),
+        "findings": [f.to_dict() for f in outcome.findings],
+        "diff": outcome.diff,
+    }
+
+
+def _outcome_from_json(data: dict[str, Any]) -> Outcome:
+    status = data["status"]
+    if status not in (CHANGED, UNCHANGED):
+        raise ValueError(status)
+    output = data["output"]
+    if status == CHANGED and not isinstance(output, str):
+        raise ValueError("changed entry without output")
+    findings = [_finding_from_json(f) for f in data["findings"]]
+    content = None if output is None else base64.b64decode(output, validate=True)
+    return Outcome(status, content, findings, diff=str(data["diff"]))
+
+
+def _finding_from_json(data: dict[str, Any]) -> Finding:
+    return Finding(**{**data, "span": Span(**data["span"]), "risks": tuple(data["risks"])})

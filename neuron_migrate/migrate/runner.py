@@ -1,0 +1,222 @@
+"""A rewrite run: discover -> prefilter -> cache -> engine (process pool) -> write / diff / check -> Report.
+
+Cheap steps come first so that the expensive one sees as few files as possible: most files of a
+project never mention a legacy API and are settled by a byte scan, and files seen before with the
+same tool and settings are served from the cache. LibCST and the rules are imported only when a
+file actually needs the engine.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from neuron_migrate import __version__
+from neuron_migrate.config import Config
+from neuron_migrate.migrate import parallel
+from neuron_migrate.migrate.cache import Cache, PlanSummary
+from neuron_migrate.migrate.discover import SourceFile, discover
+from neuron_migrate.migrate.prefilter import Prefilter
+from neuron_migrate.migrate.sources import ADAPTERS, Outcome
+from neuron_migrate.migrate.write import atomic_write
+from neuron_migrate.report.model import CHANGED, FAILED, SKIPPED, FileResult, Report
+
+if TYPE_CHECKING:
+    from neuron_migrate.migrate.engine import RulePlan
+
+MODES = ("write", "diff", "check")
+COMMAND = "rewrite"
+
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass
+class Task:
+    index: int
+    path: str  # as reported
+    kind: str
+    data: bytes
+
+
+def run(
+    paths: Sequence[Path | str],
+    config: Config,
+    mode: str = "write",
+    progress: Progress | None = None,
+) -> Report:
+    """Rewrite (``write``), or only report what would change (``diff``, ``check``: nothing is written)."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    started = time.perf_counter()
+    cwd = Path.cwd()
+    found = discover(paths, config)
+    summary = plan_summary(config)
+    cache = Cache.for_run(config.cache_dir, config.fingerprint(), summary.ids) if _cache_on(config) else None
+    results = _Results(found.files, [display_path(s.path, cwd) for s in found.files], mode, cache, progress)
+
+    tasks = results.settle_cheaply(Prefilter(summary.triggers))
+    if tasks:
+        init_args = (tuple(config.select), tuple(config.ignore), config.no_comments)
+        outcomes = parallel.map_in_order(process, tasks, config.workers, init_worker, init_args)
+        try:
+            for task, outcome in zip(tasks, outcomes):
+                results.settle(task, outcome)
+        except parallel.WorkerDied:
+            results.fail_unsettled(tasks, "a worker process died while rewriting; rerun with --jobs 1 to see why")
+        finally:
+            # On an interrupt (or an error in a progress callback) this cancels the pending work now,
+            # rather than when the generator happens to be collected after every file was processed.
+            outcomes.close()
+
+    files = results.files()
+    for skipped in found.skipped:
+        files.append(FileResult(display_path(skipped.path, cwd), SKIPPED, error=skipped.reason))
+    for error in found.errors:
+        path = display_path(error.path, cwd)
+        files.append(FileResult(path, FAILED, error=f"{path}: {error.reason}"))
+    report = Report(tool_version=__version__, command=COMMAND, mode=mode, rules=summary.rules)
+    report.files = sorted(files, key=lambda r: r.path)
+    report.duration_seconds = time.perf_counter() - started
+    return report
+
+
+class _Results:
+    """The file results of a run, in discovery order, filled in as each file is settled."""
+
+    def __init__(self, sources: list[SourceFile], paths: list[str], mode: str, cache: Cache | None, progress):
+        self.sources = sources
+        self.paths = paths
+        self.mode = mode
+        self.cache = cache
+        self.progress = progress
+        self.results: list[FileResult | None] = [None] * len(sources)
+        self.keys: dict[int, str] = {}
+        self.done = 0
+
+    def settle_cheaply(self, prefilter: Prefilter) -> list[Task]:
+        """Settle every file a byte scan or the cache can; return the ones that need the engine."""
+        tasks = []
+        for index, (source, path) in enumerate(zip(self.sources, self.paths)):
+            try:
+                data = _read(source)
+            except OSError as exc:
+                self._finish(index, FileResult(path, FAILED, error=f"{path}: cannot be read: {exc.strerror or exc}"))
+                continue
+            if not prefilter(data):
+                self._finish(index, FileResult(path))
+                continue
+            if self.cache is not None:
+                self.keys[index] = self.cache.key(path, data)
+                hit = self.cache.get(self.keys[index])
+                if hit is not None:
+                    self._finish(index, self._apply(Task(index, path, source.kind, data), hit, cached=True))
+                    continue
+            tasks.append(Task(index, path, source.kind, data))
+        return tasks
+
+    def settle(self, task: Task, outcome: Outcome) -> None:
+        if self.cache is not None:
+            self.cache.put(self.keys[task.index], outcome)
+        self._finish(task.index, self._apply(task, outcome, cached=False))
+
+    def fail_unsettled(self, tasks: list[Task], reason: str) -> None:
+        for task in tasks:
+            if self.results[task.index] is None:
+                self._finish(task.index, FileResult(task.path, FAILED, error=f"{task.path}: {reason}"))
+
+    def files(self) -> list[FileResult]:
+        return [r for r in self.results if r is not None]
+
+    def _finish(self, index: int, result: FileResult) -> None:
+        self.results[index] = result
+        self.done += 1
+        if self.progress is not None:
+            self.progress(self.done, len(self.sources), result.path)
+
+    def _apply(self, task: Task, outcome: Outcome, cached: bool) -> FileResult:
+        """The file's result; in ``write`` mode a change is also written."""
+        result = FileResult(
+            task.path, outcome.status, findings=outcome.findings, diff=outcome.diff, error=outcome.error, cached=cached
+        )
+        if outcome.status != CHANGED or outcome.output is None:
+            return result
+        if self.mode == "write":
+            try:
+                atomic_write(self.sources[task.index].real, outcome.output)
+            except OSError as exc:
+                result.status = FAILED
+                result.error = f"{task.path}: cannot be written, left unchanged: {exc.strerror or exc}"
+        return result
+
+
+def display_path(path: Path, cwd: Path) -> str:
+    """Relative to the working directory when the file is below it; always forward slashes."""
+    try:
+        return path.relative_to(cwd).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _cache_on(config: Config) -> bool:
+    return config.cache and config.cache_dir is not None
+
+
+def _read(source: SourceFile) -> bytes:
+    with open(source.real, "rb") as fh:
+        return fh.read()
+
+
+# ----- the rule plan ------------------------------------------------------------------------------
+# The plan of the current process; workers build theirs once in init_worker (a forked worker
+# inherits the parent's, which is then simply reused).
+_plan: RulePlan | None = None
+_plan_args: tuple | None = None
+_no_comments = False
+
+
+def rule_plan(select: tuple[str, ...], ignore: tuple[str, ...]) -> RulePlan:
+    global _plan, _plan_args
+    if _plan is None or _plan_args != (select, ignore):
+        from neuron_migrate.migrate.engine import RulePlan
+
+        _plan = RulePlan.build(select, ignore)
+        _plan_args = (select, ignore)
+    return _plan
+
+
+def plan_summary(config: Config) -> PlanSummary:
+    """Rule ids, trigger words and metadata, from the cache when possible so that a run over clean
+    or cached files does not import the rules (and with them LibCST) at all."""
+    select, ignore = tuple(config.select), tuple(config.ignore)
+    key = Cache.plan_key(select, ignore) if _cache_on(config) else None
+    if key is not None:
+        summary = Cache.load_plan(config.cache_dir, key)
+        if summary is not None:
+            return summary
+    from neuron_migrate.rules.catalog import rule_dict
+
+    plan = rule_plan(select, ignore)
+    rules = sorted(plan.index.rules, key=lambda r: r.meta.id)
+    summary = PlanSummary(
+        ids=tuple(r.meta.id for r in rules),
+        triggers=plan.triggers(),
+        rules={r.meta.id: rule_dict(r) for r in rules},
+    )
+    if key is not None:
+        Cache.store_plan(config.cache_dir, key, summary)
+    return summary
+
+
+def init_worker(select: tuple[str, ...], ignore: tuple[str, ...], no_comments: bool) -> None:
+    global _no_comments
+    rule_plan(select, ignore)
+    _no_comments = no_comments
+
+
+def process(task: Task) -> Outcome:
+    """Runs in a worker (or inline): one file's bytes -> its outcome. Never raises for a bad file."""
+    assert _plan is not None, "init_worker() must run first"
+    return ADAPTERS[task.kind](task.data, task.path, _plan, _no_comments)

@@ -1,0 +1,159 @@
+"""Per-file-kind adapters: bytes on disk -> the engine -> bytes to write back.
+
+The bytes a file had are the contract: its encoding (PEP 263 cookie or BOM), newline style and a
+missing final newline all come back the same, so the only difference in a rewritten file is the
+migration itself. Notebooks, shell scripts and requirement files plug in as further adapters.
+"""
+
+from __future__ import annotations
+
+import io
+import tokenize
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from neuron_migrate.migrate.write import split_lines, unified_diff
+from neuron_migrate.report.model import CHANGED, FAILED, UNCHANGED, Finding
+
+if TYPE_CHECKING:
+    from neuron_migrate.migrate.engine import RulePlan
+
+UTF8_BOM = "utf-8-sig"
+
+
+class SourceError(Exception):
+    """A file that cannot be turned into text (or back) without losing something."""
+
+
+@dataclass(frozen=True)
+class Decoded:
+    text: str
+    # The codec name tokenize reports; "utf-8-sig" means the file starts with a BOM.
+    encoding: str
+
+
+@dataclass
+class Outcome:
+    status: str
+    output: bytes | None = None  # the new file content when status is CHANGED
+    findings: list[Finding] = field(default_factory=list)
+    error: str = ""
+    diff: str = ""
+
+
+def decode(data: bytes) -> Decoded:
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise SourceError(f"bad encoding declaration: {exc}") from None
+    try:
+        # No newline translation: "\r\n" and "\r" reach the parser, which keeps them.
+        return Decoded(data.decode(encoding), encoding)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise SourceError(
+            f"{line}:{column}: byte {data[exc.start]:#04x} is not valid {encoding}; "
+            "add a coding declaration (e.g. `# -*- coding: latin-1 -*-`) or re-save the file as UTF-8"
+        ) from None
+
+
+def encode(text: str, encoding: str) -> bytes:
+    try:
+        return text.encode(encoding)
+    except UnicodeEncodeError as exc:
+        raise SourceError(f"the rewritten code cannot be encoded as {encoding}: {exc.reason}") from None
+
+
+def rewrite_python(data: bytes, path: str, plan: RulePlan, no_comments: bool) -> Outcome:
+    """One Python module. Never raises for a problem with the file itself: that becomes a failed
+    outcome, and the file is left as it is."""
+    import libcst as cst
+
+    from neuron_migrate.migrate.engine import InternalError, migrate_python
+
+    try:
+        source = decode(data)
+        result = migrate_python(source.text, path, plan, no_comments=no_comments)
+        code = _keep_final_newline(source.text, result.code)
+        if code == source.text:
+            return Outcome(UNCHANGED, None, result.findings)
+        reproduced = _keep_final_newline(source.text, cst.parse_module(source.text).code)
+        if reproduced != source.text:
+            if code == reproduced:
+                # Nothing was migrated: the only difference is what LibCST cannot reproduce.
+                return Outcome(UNCHANGED, None, result.findings)
+            if _strip_form_feeds(reproduced) != _strip_form_feeds(source.text):
+                return Outcome(FAILED, error=_lossy_message(path, source.text, reproduced))
+        diff = unified_diff(source.text, code, path)
+        return Outcome(CHANGED, encode(code, source.encoding), result.findings, diff=diff)
+    except SourceError as exc:
+        return Outcome(FAILED, error=_located(path, str(exc)))
+    except cst.ParserSyntaxError as exc:
+        return Outcome(FAILED, error=syntax_error_message(path, source.text, exc))
+    except InternalError as exc:
+        return Outcome(FAILED, error=f"{path}: internal error, file left unchanged: {exc}")
+    except RecursionError:
+        return Outcome(FAILED, error=f"{path}: nested too deeply to parse; file left unchanged")
+    except Exception as exc:  # noqa: BLE001 - a bug in a rule must cost one file, not the whole run
+        return Outcome(FAILED, error=f"{path}: internal error, file left unchanged: {_describe(exc)}")
+
+
+def syntax_error_message(path: str, text: str, exc) -> str:
+    """``path:line:col: message``. Python's own parser words most errors better than LibCST's
+    ("'(' was never closed"), so it is asked first; LibCST's message stays for syntax only
+    LibCST rejects."""
+    import ast
+
+    try:
+        ast.parse(text)
+    except SyntaxError as py_exc:
+        if py_exc.lineno:
+            return f"{path}:{py_exc.lineno}:{py_exc.offset or 1}: syntax error: {py_exc.msg}"
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    message = exc.message.removeprefix("parser error: ")
+    return f"{path}:{exc.raw_line}:{exc.raw_column + 1}: syntax error: {message}"
+
+
+def _describe(exc: BaseException) -> str:
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def _located(path: str, message: str) -> str:
+    # Decoding errors already start with "line:col: ".
+    separator = ":" if message[:1].isdigit() else ": "
+    return f"{path}{separator}{message}"
+
+
+def _keep_final_newline(original: str, code: str) -> str:
+    # LibCST drops the last newline of a file that uses bare "\r" line endings.
+    if code and original.endswith(("\n", "\r")) and not code.endswith(("\n", "\r")):
+        return code + ("\r\n" if original.endswith("\r\n") else original[-1])
+    return code
+
+
+def _strip_form_feeds(text: str) -> str:
+    return text.replace("\x0c", "")
+
+
+def _lossy_message(path: str, original: str, reproduced: str) -> str:
+    """LibCST 1.9 does not print every file back exactly (several indented comment lines after
+    the last statement of a module, for one); a rewrite would silently drop that text, so the file
+    is refused instead, pointing at the first line concerned."""
+    old, new = split_lines(original), split_lines(reproduced)
+    line = next((i for i, (a, b) in enumerate(zip(old, new), start=1) if a != b), min(len(old), len(new)) + 1)
+    return (
+        f"{path}:{line}:1: the parser would not keep this line exactly (comments after the last "
+        "statement of a block?), so the rewrite could lose it; file left unchanged: move or "
+        "remove the text there and run again"
+    )
+
+
+# File kind (see discover.KINDS_BY_SUFFIX) -> adapter.
+ADAPTERS: dict[str, Callable[[bytes, str, RulePlan, bool], Outcome]] = {"python": rewrite_python}

@@ -1,0 +1,217 @@
+"""The rule catalog: rule metadata as plain data, as text for the terminal and as Markdown for docs/rules.md.
+
+Everything here is derived from :class:`~neuron_migrate.rules.base.RuleMeta`, so ``neuron-migrate rules``,
+the committed rule reference and the reports can never disagree with the rules themselves.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any
+
+from neuron_migrate.report.model import RISK_TAGS
+from neuron_migrate.rules.base import Example, Rule, all_rules, get_rule
+
+REGENERATE = "neuron-migrate rules --format markdown > docs/rules.md"
+
+# Rule id hundreds -> what that family migrates (the numbering scheme of the design doc).
+FAMILIES = {
+    "NM1": "PyTorch/XLA (`torch_xla`)",
+    "NM2": "optimum-neuron training",
+    "NM3": "optimum-neuron inference and diffusers",
+    "NM4": "torch-neuronx and neuronx-distributed",
+    "NM5": "environment variables, launch scripts and requirements",
+}
+
+SAFETY_MEANING = {
+    "safe": "applied; the behaviour is the same",
+    "review": "applied, with a `# neuron-migrate(NMxxx): ...` marker naming what a human must check",
+    "manual": "not rewritten; a `# TODO(neuron-migrate NMxxx): ...` marker gives the next step",
+}
+
+
+def ordered_risks(risks) -> list[str]:
+    """Risk tags in the canonical order of the report's checklist."""
+    return [tag for tag in RISK_TAGS if tag in risks]
+
+
+def rule_dict(rule: type[Rule]) -> dict[str, Any]:
+    meta = rule.meta
+    example = meta.example
+    return {
+        "id": meta.id,
+        "title": meta.title,
+        "safety": meta.safety,
+        "risks": ordered_risks(meta.risks),
+        "summary": meta.summary,
+        "docs": list(meta.docs),
+        "example": None if example is None else {"before": example.before, "after": example.after},
+    }
+
+
+def catalog() -> dict[str, dict[str, Any]]:
+    """Rule id -> its metadata, for reports and ``neuron-migrate rules --format json``."""
+    return {rule.meta.id: rule_dict(rule) for rule in all_rules()}
+
+
+def find_rule(rule_id: str) -> type[Rule] | None:
+    return get_rule(rule_id.strip())
+
+
+# Letters typed for the digits they look like ("NM11O" for NM110).
+_LOOKALIKES = str.maketrans({"O": "0", "I": "1", "L": "1"})
+
+
+def close_ids(text: str, limit: int = 5) -> list[str]:
+    """Known rule ids that look like ``text``: ids it is a prefix of first, then spelling neighbours."""
+    wanted = text.strip().upper()
+    if wanted[:2] == "NM":
+        wanted = "NM" + wanted[2:].translate(_LOOKALIKES)
+    ids = [rule.meta.id for rule in all_rules()]
+    prefixed = [i for i in ids if wanted and i.startswith(wanted)]
+    similar = difflib.get_close_matches(wanted, ids, n=limit, cutoff=0.6)
+    out = list(dict.fromkeys([*prefixed, *similar]))
+    return out[:limit]
+
+
+def unknown_selectors(selectors) -> list[str]:
+    """The ``--select``/``--ignore`` entries that match no rule id as an id or a prefix."""
+    ids = [rule.meta.id for rule in all_rules()]
+    bad = []
+    for selector in selectors:
+        wanted = selector.strip().upper()
+        if wanted == "ALL" or any(i.startswith(wanted) for i in ids):
+            continue
+        bad.append(selector)
+    return bad
+
+
+def example_diff(example: Example, name: str = "example.py") -> str:
+    """The example as a unified diff, the way ``rewrite --diff`` would show it."""
+    lines = difflib.unified_diff(
+        example.before.splitlines(keepends=True),
+        example.after.splitlines(keepends=True),
+        fromfile=f"a/{name}",
+        tofile=f"b/{name}",
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def risks_text(risks, none: str = "-") -> str:
+    return ", ".join(ordered_risks(risks)) or none
+
+
+def table_rows() -> list[tuple[str, str, str, str]]:
+    return [(r.meta.id, r.meta.safety, r.meta.title, risks_text(r.meta.risks)) for r in all_rules()]
+
+
+def table_text() -> str:
+    """All rules as aligned plain columns: id, safety, title, risks."""
+    rows = [("ID", "SAFETY", "TITLE", "RISKS"), *table_rows()]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    lines = []
+    for row in rows:
+        cells = [row[i].ljust(widths[i]) for i in range(3)]
+        lines.append("  ".join([*cells, row[3]]).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def rule_text(rule: type[Rule]) -> str:
+    """One rule explained: what it is, how safe it is, why, where it is documented and what it does."""
+    meta = rule.meta
+    lines = [
+        f"{meta.id}: {meta.title}",
+        "",
+        f"safety: {meta.safety} ({SAFETY_MEANING[meta.safety]})",
+        f"risks:  {risks_text(meta.risks, 'none')}",
+    ]
+    if meta.summary:
+        lines += ["", meta.summary]
+    if meta.docs:
+        lines += ["", "docs:"]
+        lines += [f"  {url}" for url in meta.docs]
+    if meta.example is not None:
+        if meta.example.before == meta.example.after:
+            lines += ["", "example (left as it is; the finding goes to the report):", ""]
+            lines.append(meta.example.before.rstrip("\n"))
+        else:
+            lines += ["", "example:", ""]
+            lines.append(example_diff(meta.example).rstrip("\n"))
+    return "\n".join(lines) + "\n"
+
+
+def _fence(code: str, language: str) -> str:
+    # A fence longer than any backtick run in the code keeps the block intact whatever it contains.
+    longest = max((len(run) for run in re.findall(r"`+", code)), default=0)
+    fence = "`" * max(3, longest + 1)
+    body = code if code.endswith("\n") else code + "\n"
+    return f"{fence}{language}\n{body}{fence}"
+
+
+def _family(rule_id: str) -> str:
+    return FAMILIES.get(rule_id[:3], "other rules")
+
+
+def _anchor(rule_id: str, title: str) -> str:
+    # GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens.
+    text = f"{rule_id} {title}".lower()
+    kept = "".join(c for c in text if c.isalnum() or c in " -_")
+    return kept.replace(" ", "-")
+
+
+def markdown() -> str:
+    """The rule reference committed as docs/rules.md (deterministic: no dates, no versions)."""
+    rules = all_rules()
+    out = [
+        "# Rule reference",
+        "",
+        f"<!-- Generated from the rule metadata by `{REGENERATE}`; do not edit by hand. -->",
+        "",
+        "Every rule `neuron-migrate rewrite` applies, with the example its tests run. Select or ignore rules",
+        "by id or prefix (`--select NM1,NM130`, `--ignore NM100`), or silence one line with",
+        "`# neuron-migrate: ignore[NM110]`.",
+        "",
+        "Safety:",
+        "",
+    ]
+    out += [f"- `{safety}`: {meaning}." for safety, meaning in SAFETY_MEANING.items()]
+    out += [
+        "",
+        "Risk tags group the review and manual items into the reviewer checklist of the report:",
+        ", ".join(f"`{tag}`" for tag in RISK_TAGS) + ".",
+        "",
+        "| ID | title | safety | risks |",
+        "|---|---|---|---|",
+    ]
+    for rule in rules:
+        meta = rule.meta
+        title = meta.title.replace("|", "\\|")
+        out.append(f"| [{meta.id}](#{_anchor(meta.id, meta.title)}) | {title} | {meta.safety} | {risks_text(meta.risks)} |")
+    family = None
+    for rule in rules:
+        if _family(rule.meta.id) != family:
+            family = _family(rule.meta.id)
+            out += ["", f"## {family}"]
+        out += ["", rule_markdown(rule, level=3)]
+    return "\n".join(out) + "\n"
+
+
+def rule_markdown(rule: type[Rule], level: int = 2) -> str:
+    """One rule's section of the reference (no trailing newline)."""
+    meta = rule.meta
+    out = [
+        f"{'#' * level} {meta.id} {meta.title}",
+        "",
+        f"**Safety:** {meta.safety}. **Risks:** {risks_text(meta.risks, 'none')}.",
+    ]
+    if meta.summary:
+        out += ["", meta.summary]
+    if meta.docs:
+        out += ["", "Documentation: " + ", ".join(f"<{url}>" for url in meta.docs)]
+    example = meta.example
+    if example is not None and example.before == example.after:
+        out += ["", "Example (left as it is; the finding goes to the report):", "", _fence(example.before, "python")]
+    elif example is not None:
+        out += ["", "Before:", "", _fence(example.before, "python"), "", "After:", "", _fence(example.after, "python")]
+    return "\n".join(out)

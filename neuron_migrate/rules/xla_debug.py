@@ -1,0 +1,128 @@
+"""Debugging: the PyTorch/XLA metrics and profiler modules.
+
+TorchNeuron has its own metrics module (``torch_neuronx.metrics``, off unless enabled) with the
+same shape of API and differently named counters, and profiles through ``torch.profiler`` viewed in Neuron
+Explorer; the XLA profiler server and its trace annotations have no drop-in equivalent.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuron_migrate.rules.base import MANUAL, SAFE, Example, Rule, RuleMeta, register
+
+DOCS_ENV = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/env-vars.html"
+DOCS_COMPILE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/reference-torch-compile.html"
+DOCS_RESOURCES = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/torchneuron-resources.html"
+DOCS_PROFILER = "https://docs.pytorch.org/docs/stable/profiler.html"
+
+_METRICS = "torch_xla.debug.metrics."
+_NAMES_DIFFER = (
+    "counter names differ from XLA's (e.g. CompilationCache.InMemoryHits); "
+    "metrics stay empty unless TORCH_NEURONX_METRICS_ENABLED=1"
+)
+
+# XLA metrics function -> (TorchNeuron replacement, what a reviewer must check; "" = same meaning).
+METRICS = {
+    "metrics_report": ("torch_neuronx.metrics.report", _NAMES_DIFFER),
+    "short_metrics_report": ("torch_neuronx.metrics.report_filtered", _NAMES_DIFFER),
+    "counter_names": ("torch_neuronx.metrics.get_counter_names", _NAMES_DIFFER),
+    "counter_value": ("torch_neuronx.metrics.get_counter_value", _NAMES_DIFFER),
+    "metric_names": ("torch_neuronx.metrics.get_metric_names", _NAMES_DIFFER),
+    "metric_data": (
+        "torch_neuronx.metrics.get_metric_data",
+        "returns a dict (accumulator, total_samples, repr), not XLA's tuple; metric names differ",
+    ),
+    "clear_all": ("torch_neuronx.metrics.clear_all", ""),
+    "clear_counters": ("torch_neuronx.metrics.clear_counters", ""),
+    "clear_metrics": ("torch_neuronx.metrics.clear_metrics", ""),
+    "executed_fallback_ops": (
+        "torch_neuronx.get_fallback_ops",
+        "lists the ops that ran on CPU by name; XLA reported aten:: counters",
+    ),
+}
+
+
+@register
+class XlaMetricsToNeuron(Rule):
+    """``torch_xla.debug.metrics`` -> ``torch_neuronx.metrics`` (its module API: ``report``,
+    ``get_counter_value``, ... and ``TORCH_NEURONX_METRICS_ENABLED``, DOCS_ENV; fallback ops per
+    DOCS_RESOURCES)."""
+
+    meta = RuleMeta(
+        "NM160",
+        "XLA metrics -> torch_neuronx.metrics",
+        safety=SAFE,
+        risks=frozenset({"performance"}),
+        summary="The XLA metrics calls map onto torch_neuronx.metrics, whose counters are named differently.",
+        docs=(DOCS_ENV, DOCS_RESOURCES, DOCS_COMPILE),
+        example=Example(
+            before=(
+                "import torch_xla.debug.metrics as met\n\n"
+                "print(met.metrics_report())\n"
+            ),
+            after=(
+                "import torch_neuronx.metrics\n"
+                f"# neuron-migrate(NM160): {_NAMES_DIFFER}\n"
+                "print(torch_neuronx.metrics.report())\n"
+            ),
+        ),
+    )
+    calls = {_METRICS + name: "to_neuron_metrics" for name in METRICS}
+
+    def to_neuron_metrics(self, original: cst.Call, updated: cst.Call, qname: str):
+        target, review = METRICS[qname.removeprefix(_METRICS)]
+        module, _, function = target.rpartition(".")
+        if review:
+            self.ctx.review(review)
+        name = self.ctx.require_import(module)
+        return updated.with_changes(func=self.ctx.expr(f"{name}.{function}"))
+
+
+_PROFILE = "torch.profiler.profile(...)"
+_PROFILE_STEPS = f"wrap the steps to trace in `with {_PROFILE} as prof:` and open the trace in Neuron Explorer"
+
+# XLA profiler entry point -> the concrete next step.
+PROFILER = {
+    "start_server": f"TorchNeuron has no profiler server: delete this and {_PROFILE_STEPS}",
+    "trace": f"no remote capture on TorchNeuron: {_PROFILE_STEPS}",
+    "trace_detached": f"no remote capture on TorchNeuron: {_PROFILE_STEPS}",
+    "start_trace": f"{_PROFILE_STEPS} (prof.start()/prof.stop() if the steps are not in one block)",
+    "stop_trace": "stop the torch.profiler.profile started for the matching start_trace (prof.stop())",
+    "StepTrace": (
+        "use `with torch.profiler.record_function(name):` for the step and call prof.step() "
+        f"on the enclosing {_PROFILE}"
+    ),
+    "Trace": f"use `with torch.profiler.record_function(name):` inside a {_PROFILE} block",
+}
+_PROFILER = "torch_xla.debug.profiler."
+
+
+@register
+class XlaProfilerManual(Rule):
+    """``torch_xla.debug.profiler`` -> ``torch.profiler`` by hand (DOCS_PROFILER, DOCS_RESOURCES)."""
+
+    meta = RuleMeta(
+        "NM161",
+        "XLA profiler -> torch.profiler (by hand)",
+        safety=MANUAL,
+        risks=frozenset({"performance"}),
+        summary="The XLA profiler server and trace annotations map onto torch.profiler, not one-to-one.",
+        docs=(DOCS_PROFILER, DOCS_RESOURCES),
+        example=Example(
+            before=(
+                "import torch_xla.debug.profiler as xp\n\n"
+                "server = xp.start_server(9012)\n"
+            ),
+            after=(
+                "import torch_xla.debug.profiler as xp\n\n"
+                f"# TODO(neuron-migrate NM161): {PROFILER['start_server']}\n"
+                "server = xp.start_server(9012)\n"
+            ),
+        ),
+    )
+    calls = {_PROFILER + name: "flag_profiler" for name in PROFILER}
+
+    def flag_profiler(self, original: cst.Call, updated: cst.Call, qname: str):
+        self.ctx.manual(original, PROFILER[qname.removeprefix(_PROFILER)])
+        return updated

@@ -1,0 +1,1288 @@
+"""Distributed: ranks, collectives, the process group, checkpoints, seeding, SPMD and XLA FSDP.
+
+PyTorch/XLA had its own rank queries, collectives and sharding APIs. On TorchNeuron the stock
+``torch.distributed`` API runs over the ``"neuron"`` process-group backend, one process per
+NeuronCore launched by torchrun, which also sets ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK``.
+
+Every replacement keeps a migrated single-process script runnable with plain ``python script.py``:
+ranks are read from the environment with torchrun's values as defaults (never an unguarded
+``dist.get_rank()``), and collectives run only when a process group exists. With one process a
+collective is the identity, which is what PyTorch/XLA did with a world size of 1.
+
+Sources: https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html
+and the torch_xla 2.9 ``xla_model`` / ``runtime`` signatures.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Sequence
+
+import libcst as cst
+from libcst.metadata import QualifiedNameProvider, QualifiedNameSource
+from libcst.metadata.base_provider import LazyValue
+
+from neuron_migrate.migrate.context import code_of
+from neuron_migrate import rules as rule_families
+from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleMeta, StatementReplacement, register
+
+NEURON_DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch"
+DOCS_DISTRIBUTED = f"{NEURON_DOCS}/guides/torch-distributed.html"
+DOCS_TUTORIAL = f"{NEURON_DOCS}/tutorials/tutorial-torch-distributed.html"
+DOCS_CHANGES = f"{NEURON_DOCS}/index.html"
+DOCS_MODULE = f"{NEURON_DOCS}/reference/api/torch-neuron-module.html"
+DOCS_DIST_API = "https://pytorch.org/docs/stable/distributed.html"
+DOCS_FSDP2 = "https://pytorch.org/docs/stable/distributed.fsdp.fully_shard.html"
+DOCS_DTENSOR = "https://pytorch.org/docs/stable/distributed.tensor.html"
+DOCS_DCP = "https://pytorch.org/docs/stable/distributed.checkpoint.html"
+
+XM = "torch_xla.core.xla_model"
+XR = "torch_xla.runtime"
+
+# Environment variables torchrun sets, and the value a plain single-process run should see.
+ENV_DEFAULTS = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}
+
+_UNKNOWN = object()
+LEGACY_ARGUMENTS = "an argument still uses a legacy API: migrate it first, then run neuron-migrate again"
+_LEADING_TABS = re.compile(r"^\t+")
+
+
+# ----- helpers shared by the rules of this family ------------------------------------------------
+def literal(node: cst.CSTNode | None):
+    """The Python value of a literal argument (``True``, ``0``, ``"sum"``), else ``_UNKNOWN``."""
+    if node is None:
+        return _UNKNOWN
+    try:
+        return ast.literal_eval(code_of(node).strip())
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _UNKNOWN
+
+
+def bind(call: cst.Call, params: Sequence[str]) -> dict[str, cst.Arg] | None:
+    """Map a call's arguments to the legacy signature's parameter names.
+
+    ``None`` when the call cannot be read statically (``*args``, ``**kwargs``, unknown keywords).
+    """
+    bound: dict[str, cst.Arg] = {}
+    for position, arg in enumerate(call.args):
+        if arg.star:
+            return None
+        if arg.keyword is not None:
+            name = arg.keyword.value
+        elif position < len(params):
+            name = params[position]
+        else:
+            return None
+        if name not in params or name in bound:
+            return None
+        bound[name] = arg
+    return bound
+
+
+def is_absent_or(bound: dict[str, cst.Arg], name: str, *defaults) -> bool:
+    """True when the argument is missing or a literal equal to one of the legacy defaults."""
+    if name not in bound:
+        return True
+    value = literal(bound[name].value)
+    return any(value == d and type(value) is type(d) for d in defaults)
+
+
+def atom(node: cst.BaseExpression) -> str:
+    """Code for ``node`` that can be followed by ``.attr`` or ``(...)`` without changing its meaning."""
+    text = code_of(node)
+    if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or getattr(node, "lpar", None):
+        return text
+    return f"({text})"
+
+
+def keep_parens(new: cst.BaseExpression, old: cst.BaseExpression) -> cst.BaseExpression:
+    if getattr(old, "lpar", None):
+        return new.with_changes(lpar=old.lpar, rpar=old.rpar)
+    return new
+
+
+def is_plain_reference(node: cst.BaseExpression) -> bool:
+    """``x`` or ``self.x``: cheap and side-effect free to name several times."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name)
+
+
+class _Names(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.found.add(node.value)
+
+    # `torch.tensor` and `f(tensor=x)` do not bind or read a variable named `tensor`.
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False
+
+
+def names_in(node: cst.CSTNode) -> set[str]:
+    collector = _Names()
+    node.visit(collector)
+    return collector.found
+
+
+class _NameNodes(_Names):
+    def __init__(self) -> None:
+        super().__init__()
+        self.nodes: list[cst.Name] = []
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.nodes.append(node)
+
+
+def _name_nodes(node: cst.CSTNode) -> list[cst.Name]:
+    collector = _NameNodes()
+    node.visit(collector)
+    return collector.nodes
+
+
+def _is_legacy(qualified_name: str) -> bool:
+    prefixes = rule_families.LEGACY_MODULES
+    return any(qualified_name == p or qualified_name.startswith(p + ".") for p in prefixes)
+
+
+class _MultilineString(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found = False
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self.found = self.found or "\n" in node.value
+
+    def visit_FormattedStringText(self, node: cst.FormattedStringText) -> None:
+        self.found = self.found or "\n" in node.value
+
+
+class _Calls(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[cst.Call] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.found.append(node)
+
+
+def without_args(call: cst.Call, drop: set[str], params: Sequence[str] = ()) -> cst.Call:
+    """``call`` minus the keyword (or trailing positional) arguments named in ``drop``."""
+    keep = []
+    for position, arg in enumerate(call.args):
+        name = arg.keyword.value if arg.keyword else (params[position] if position < len(params) else None)
+        if name not in drop:
+            keep.append(arg)
+    if len(keep) == len(call.args):
+        return call
+    if keep:
+        keep[-1] = keep[-1].with_changes(comma=call.args[-1].comma)
+    return call.with_changes(args=keep)
+
+
+class DistributedRule(Rule):
+    """Shared plumbing: environment ranks, imports, statement shapes and statement templates."""
+
+    _module_names: set[str] | None = None
+
+    # ----- imports and names --------------------------------------------------------------------
+    @property
+    def dist(self) -> str:
+        return self.ctx.require_import("torch.distributed", alias="dist")
+
+    @property
+    def torch(self) -> str:
+        return self.ctx.require_import("torch")
+
+    def env_int(self, var: str, default: str | None = None, quote: str = '"') -> str:
+        """``int(os.environ.get("RANK", "0"))``: torchrun's value, or the single-process one."""
+        os_name = self.ctx.require_import("os")
+        default = default or f"{quote}{ENV_DEFAULTS[var]}{quote}"
+        return f"int({os_name}.environ.get({quote}{var}{quote}, {default}))"
+
+    def fresh_name(self, base: str) -> str:
+        """A local name the file does not use yet, for the temporaries a rewrite needs."""
+        if self._module_names is None:
+            self._module_names = names_in(self.ctx.module)
+        name, n = base, 1
+        while name in self._module_names:
+            name, n = f"{base}_{n}", n + 1
+        return name
+
+    # ----- where the call's value goes --------------------------------------------------------
+    def shape(self, call: cst.Call) -> tuple[str, cst.BaseAssignTargetExpression | None] | None:
+        """``("bare", None)`` for ``f()``, ``("assign", target)`` for ``x = f()``, ``("return", None)``
+        for ``return f()``; ``None`` when the call sits inside a larger expression."""
+        line = self.ctx.statement_for_call.get(id(call))
+        if line is None:
+            return None
+        small = line.body[0]
+        if isinstance(small, cst.Expr):
+            return ("bare", None)
+        if isinstance(small, cst.Return):
+            return ("return", None)
+        if isinstance(small, cst.Assign) and len(small.targets) == 1:
+            return ("assign", small.targets[0].target)
+        return None
+
+    # ----- building statements -----------------------------------------------------------------
+    @property
+    def indent(self) -> str:
+        return self.ctx.module.default_indent
+
+    def code_at(self, node: cst.CSTNode, depth: int) -> str:
+        """Code of ``node`` for a line ``depth`` blocks deeper than the statement it came from."""
+        text = code_of(node)
+        if "\n" not in text or depth == 0:
+            return text
+        strings = _MultilineString()
+        node.visit(strings)
+        if strings.found:
+            # Re-indenting would change the value of a string literal that spans lines.
+            return text
+        return re.sub(r"\n(?=[^\n])", "\n" + self.indent * depth, text)
+
+    def replace_with(self, call: cst.Call, lines: list[str]) -> StatementReplacement:
+        """Replace the statement ``call`` stands in by ``lines``; each leading tab is one block level."""
+        text = "".join(_LEADING_TABS.sub(lambda m: self.indent * len(m.group()), line) + "\n" for line in lines)
+        statements = self.ctx.statements(text)
+        line = self.ctx.statement_for_call.get(id(call))
+        # The engine keeps a trailing comment only when the replacement ends in a simple line.
+        if line is not None and line.trailing_whitespace.comment is not None:
+            if not isinstance(statements[-1], cst.SimpleStatementLine):
+                first = statements[0]
+                if isinstance(first, cst.SimpleStatementLine):
+                    first = first.with_changes(trailing_whitespace=line.trailing_whitespace)
+                else:
+                    first = first.with_changes(body=first.body.with_changes(header=line.trailing_whitespace))
+                statements[0] = first
+        return StatementReplacement(statements)
+
+    def manual(self, original: cst.Call, updated: cst.CSTNode, message: str) -> cst.CSTNode:
+        self.ctx.manual(original, message)
+        return updated
+
+    def keeps_legacy_arguments(self, original: cst.Call, updated: cst.Call) -> bool:
+        """Do the call's arguments still name a legacy module once the inner rewrites are done?
+
+        Statement rewrites move the arguments into new lines (or drop them); an unmigrated legacy
+        API among them is better left in place, where its own TODO marker stays next to it.
+        """
+        legacy = {
+            node.value
+            for arg in original.args
+            for node in _name_nodes(arg.value)
+            if any(_is_legacy(q) for q in self.ctx.qualified_names(node))
+        }
+        return bool(legacy) and any(legacy & names_in(arg.value) for arg in updated.args)
+
+
+class InsideFStrings(DistributedRule):
+    """For rules whose replacement contains string literals: inside an f-string they must use
+    the other quote (Python before 3.12 rejects the enclosing quote in a replacement field)."""
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        # id(call) -> quotes of the f-strings around it
+        self.fstring_quotes: dict[int, set[str]] = {}
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        quote = node.start.lstrip("fFrRbBuU")[:1]
+        calls = _Calls()
+        node.visit(calls)
+        for call in calls.found:
+            self.fstring_quotes.setdefault(id(call), set()).add(quote)
+
+    def quote(self, call: cst.Call) -> str | None:
+        """The quote to write at ``call``, or ``None`` when enclosing f-strings take both."""
+        taken = self.fstring_quotes.get(id(call), ())
+        for quote in ('"', "'"):
+            if quote not in taken:
+                return quote
+        return None
+
+
+# ----- NM120: rank and world size ------------------------------------------------------------------
+RANK_QUERIES = {
+    f"{XM}.get_ordinal": "RANK",
+    f"{XR}.global_ordinal": "RANK",
+    f"{XR}.process_index": "RANK",
+    f"{XM}.xrt_world_size": "WORLD_SIZE",
+    f"{XR}.world_size": "WORLD_SIZE",
+    f"{XR}.process_count": "WORLD_SIZE",
+    f"{XM}.get_local_ordinal": "LOCAL_RANK",
+    f"{XR}.local_ordinal": "LOCAL_RANK",
+    f"{XR}.local_process_count": "LOCAL_WORLD_SIZE",
+}
+
+
+@register
+class RankFromEnvironment(InsideFStrings):
+    """xm.get_ordinal() / xr.world_size() / ... -> the torchrun environment variable."""
+
+    meta = RuleMeta(
+        "NM120",
+        "rank / world-size query read from the torchrun environment",
+        safety=SAFE,
+        summary=(
+            "torchrun sets RANK, WORLD_SIZE and LOCAL_RANK for every process; the defaults keep a "
+            "plain single-process run working without a process group."
+        ),
+        docs=(DOCS_DISTRIBUTED, "https://pytorch.org/docs/stable/elastic/run.html#environment-variables"),
+        example=Example(
+            before=(
+                "import torch_xla.core.xla_model as xm\n"
+                "import torch_xla.runtime as xr\n\n"
+                "rank = xm.get_ordinal()\n"
+                "world_size = xr.world_size()\n"
+            ),
+            after=(
+                "import os\n"
+                'rank = int(os.environ.get("RANK", "0"))\n'
+                'world_size = int(os.environ.get("WORLD_SIZE", "1"))\n'
+            ),
+        ),
+    )
+    calls = {name: "to_environment" for name in RANK_QUERIES}
+
+    def to_environment(self, original: cst.Call, updated: cst.Call, qname: str):
+        var = RANK_QUERIES[qname]
+        default = None
+        quote = self.quote(original)
+        if quote is None:
+            return updated
+        if updated.args:
+            # Only the xm queries take an argument: the value to use without replication info.
+            bound = bind(updated, ("defval",)) if qname.startswith(XM) else None
+            if bound is None:
+                return updated
+            value = literal(bound["defval"].value)
+            default = f"{quote}{value}{quote}" if type(value) is int else code_of(bound["defval"].value)
+        return keep_parens(self.ctx.expr(self.env_int(var, default, quote)), updated)
+
+
+# ----- NM121: master ordinal -------------------------------------------------------------------------
+@register
+class MasterOrdinalFromEnvironment(InsideFStrings):
+    """xm.is_master_ordinal(local=True) -> LOCAL_RANK == 0; local=False -> RANK == 0."""
+
+    meta = RuleMeta(
+        "NM121",
+        "xm.is_master_ordinal() read from the torchrun environment",
+        safety=SAFE,
+        summary="local=True (the default) meant rank 0 of each host: LOCAL_RANK; local=False meant global RANK 0.",
+        docs=(DOCS_DISTRIBUTED,),
+        example=Example(
+            before=(
+                "import torch_xla.core.xla_model as xm\n\n"
+                "if xm.is_master_ordinal():\n"
+                "    writer = make_writer()\n"
+                "is_global_master = xm.is_master_ordinal(local=False)\n"
+            ),
+            after=(
+                "import os\n"
+                'if int(os.environ.get("LOCAL_RANK", "0")) == 0:\n'
+                "    writer = make_writer()\n"
+                'is_global_master = int(os.environ.get("RANK", "0")) == 0\n'
+            ),
+        ),
+    )
+    calls = {f"{XM}.is_master_ordinal": "to_comparison"}
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        # Calls that are operands of a tighter-binding operator: the comparison needs parentheses.
+        self.operands: set[int] = set()
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        self.operands.add(id(node.left))
+        self.operands.update(id(target.comparator) for target in node.comparisons)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        self.operands.update((id(node.left), id(node.right)))
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        # `not a == 0` would be correct without them, but reads as `(not a) == 0`.
+        self.operands.add(id(node.expression))
+
+    def to_comparison(self, original: cst.Call, updated: cst.Call, qname: str):
+        bound = bind(updated, ("local",))
+        if bound is None:
+            local = _UNKNOWN
+        else:
+            local = literal(bound["local"].value) if "local" in bound else True
+        if type(local) is not bool:
+            return self.manual(
+                original,
+                updated,
+                'computed `local=`: write `int(os.environ.get("LOCAL_RANK" if local else "RANK", "0")) == 0`',
+            )
+        quote = self.quote(original)
+        if quote is None:
+            return updated
+        comparison = self.ctx.expr(f"{self.env_int('LOCAL_RANK' if local else 'RANK', quote=quote)} == 0")
+        if updated.lpar:
+            return keep_parens(comparison, updated)
+        if id(original) in self.operands:
+            return comparison.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        return comparison
+
+
+# ----- NM122: master_print -----------------------------------------------------------------------------
+@register
+class MasterPrintToGuardedPrint(DistributedRule):
+    """xm.master_print(*args, fd=, local=, flush=) -> print(...) under a rank-0 guard."""
+
+    meta = RuleMeta(
+        "NM122",
+        "xm.master_print() -> print() on rank 0",
+        safety=SAFE,
+        summary="master_print printed on global rank 0 (local=False, the default) or on each host's rank 0.",
+        docs=(DOCS_DISTRIBUTED,),
+        example=Example(
+            before=(
+                "import sys\n\n"
+                "import torch_xla.core.xla_model as xm\n\n"
+                'xm.master_print(f"epoch {epoch} loss {loss:.4f}", fd=sys.stderr)\n'
+            ),
+            after=(
+                "import sys\n"
+                "import os\n\n"
+                'if int(os.environ.get("RANK", "0")) == 0:\n'
+                '    print(f"epoch {epoch} loss {loss:.4f}", file=sys.stderr)\n'
+            ),
+        ),
+    )
+    calls = {f"{XM}.master_print": "to_print"}
+
+    def to_print(self, original: cst.Call, updated: cst.Call, qname: str):
+        fallback = 'wrap a `print(...)` in `if int(os.environ.get("RANK", "0")) == 0:`'
+        if self.shape(original) != ("bare", None):
+            return self.manual(original, updated, f"not a statement of its own; {fallback}")
+        if self.keeps_legacy_arguments(original, updated):
+            return self.manual(original, updated, LEGACY_ARGUMENTS)
+        var = "RANK"
+        args = []
+        for arg in updated.args:
+            keyword = arg.keyword.value if arg.keyword else None
+            if arg.star == "**" or keyword not in (None, "fd", "flush", "local"):
+                return self.manual(original, updated, f"arguments not understood; {fallback}")
+            if keyword == "local":
+                local = literal(arg.value)
+                if type(local) is not bool:
+                    return self.manual(original, updated, f"computed `local=`; {fallback} (LOCAL_RANK when local)")
+                var = "LOCAL_RANK" if local else "RANK"
+                continue
+            if keyword == "fd":
+                arg = arg.with_changes(keyword=cst.Name("file"))
+            args.append(arg)
+        if args and len(args) != len(updated.args):
+            args[-1] = args[-1].with_changes(comma=updated.args[-1].comma)
+        call = updated.with_changes(func=cst.Name("print"), args=args)
+        return self.replace_with(original, [f"if {self.env_int(var)} == 0:", f"\t{self.code_at(call, 1)}"])
+
+
+# ----- NM123: rendezvous --------------------------------------------------------------------------------
+@register
+class RendezvousToBarrier(DistributedRule):
+    """xm.rendezvous(tag) -> dist.barrier(), when a process group exists."""
+
+    meta = RuleMeta(
+        "NM123",
+        "xm.rendezvous() -> dist.barrier()",
+        safety=SAFE,
+        risks=frozenset({"collectives"}),
+        summary="A rendezvous without a payload is a barrier; the guard keeps single-process runs working.",
+        docs=(DOCS_DIST_API, DOCS_DISTRIBUTED),
+        example=Example(
+            before=(
+                "import torch_xla.core.xla_model as xm\n\n"
+                'xm.rendezvous("checkpoint_saved")\n'
+            ),
+            after=(
+                "import torch.distributed as dist\n"
+                "if dist.is_initialized():\n"
+                "    dist.barrier()\n"
+            ),
+        ),
+    )
+    calls = {f"{XM}.rendezvous": "to_barrier"}
+
+    def to_barrier(self, original: cst.Call, updated: cst.Call, qname: str):
+        gather = (
+            "exchange objects with `payloads = [None] * dist.get_world_size()` then "
+            "`dist.all_gather_object(payloads, payload)`"
+        )
+        bound = bind(updated, ("tag", "payload", "replicas"))
+        if bound is None:
+            return self.manual(original, updated, f"arguments not understood; use `dist.barrier()`, or {gather}")
+        if not is_absent_or(bound, "payload", b"", ""):
+            return self.manual(original, updated, f"rendezvous with a payload: {gather}")
+        if not is_absent_or(bound, "replicas", [], (), None):
+            return self.manual(
+                original, updated, "rendezvous of some replicas: `dist.barrier(group=dist.new_group(replicas))`"
+            )
+        if self.shape(original) != ("bare", None):
+            return self.manual(original, updated, f"its result (every rank's payload) is used: {gather}")
+        if self.keeps_legacy_arguments(original, updated):
+            return self.manual(original, updated, LEGACY_ARGUMENTS)
+        dist = self.dist
+        return self.replace_with(original, [f"if {dist}.is_initialized():", f"\t{dist}.barrier()"])
+
+
+# ----- NM124: mesh_reduce --------------------------------------------------------------------------------
+@register
+class MeshReduceToAllGatherObject(DistributedRule):
+    """x = xm.mesh_reduce(tag, data, reduce_fn) -> dist.all_gather_object + reduce_fn."""
+
+    meta = RuleMeta(
+        "NM124",
+        "xm.mesh_reduce() -> dist.all_gather_object() + reduce_fn",
+        safety=REVIEW,
+        risks=frozenset({"collectives"}),
+        summary=(
+            "mesh_reduce gathered every rank's copy of `data` (tensors moved to CPU first) and applied "
+            "reduce_fn to the list; all_gather_object does the gather without the CPU move."
+        ),
+        docs=(DOCS_DIST_API, DOCS_DISTRIBUTED),
+        example=Example(
+            before=(
+                "import numpy as np\n"
+                "import torch_xla.core.xla_model as xm\n\n"
+                'accuracy = xm.mesh_reduce("accuracy", correct / total, np.mean)\n'
+            ),
+            after=(
+                "import numpy as np\n"
+                "import torch.distributed as dist\n\n"
+                "# neuron-migrate(NM124): mesh_reduce moved tensors to CPU before reduce_fn, all_gather_object "
+                "does not: check reduce_fn\n"
+                "if dist.is_initialized():\n"
+                "    gathered = [None] * dist.get_world_size()\n"
+                "    dist.all_gather_object(gathered, correct / total)\n"
+                "    accuracy = np.mean(gathered)\n"
+                "else:\n"
+                "    accuracy = np.mean([correct / total])\n"
+            ),
+        ),
+    )
+    calls = {f"{XM}.mesh_reduce": "to_all_gather_object"}
+
+    def to_all_gather_object(self, original: cst.Call, updated: cst.Call, qname: str):
+        fallback = (
+            "write `parts = [None] * dist.get_world_size()`, `dist.all_gather_object(parts, data)`, "
+            "then use `reduce_fn(parts)`"
+        )
+        bound = bind(updated, ("tag", "data", "reduce_fn"))
+        shape = self.shape(original)
+        if bound is None or "data" not in bound or "reduce_fn" not in bound:
+            return self.manual(original, updated, f"arguments not understood; {fallback}")
+        if shape is None or shape[0] == "bare":
+            return self.manual(original, updated, f"its value is not assigned or returned; {fallback}")
+        if self.keeps_legacy_arguments(original, updated):
+            return self.manual(original, updated, LEGACY_ARGUMENTS)
+        kind, target = shape
+        store = "return " if kind == "return" else f"{code_of(target)} = "
+        data = self.code_at(bound["data"].value, 1)
+        reduce_fn = atom(bound["reduce_fn"].value)
+        gathered = self.fresh_name("gathered")
+        dist = self.dist
+        self.ctx.review(
+            "mesh_reduce moved tensors to CPU before reduce_fn, all_gather_object does not: check reduce_fn"
+        )
+        return self.replace_with(
+            original,
+            [
+                f"if {dist}.is_initialized():",
+                f"\t{gathered} = [None] * {dist}.get_world_size()",
+                f"\t{dist}.all_gather_object({gathered}, {data})",
+                f"\t{store}{reduce_fn}({gathered})",
+                "else:",
+                f"\t{store}{reduce_fn}([{data}])",
+            ],
+        )
+
+
+# ----- NM125 / NM127: all_reduce and the reduce-op constants -------------------------------------------
+# xm.REDUCE_* values -> the torch.distributed.ReduceOp member
+REDUCE_OPS = {"sum": "SUM", "mul": "PRODUCT", "and": "BAND", "or": "BOR", "min": "MIN", "max": "MAX"}
+REDUCE_CONSTANTS = {f"{XM}.REDUCE_{name.upper()}": op for name, op in REDUCE_OPS.items()}
+
+
+@register
+class ReduceConstantToReduceOp(DistributedRule):
+    """xm.REDUCE_SUM/MUL/AND/OR/MIN/MAX -> dist.ReduceOp.SUM/PRODUCT/BAND/BOR/MIN/MAX."""
+
+    meta = RuleMeta(
+        "NM127",
+        "xm.REDUCE_* -> dist.ReduceOp.*",
+        safety=SAFE,
+        risks=frozenset({"collectives"}),
+        summary="The reduce-type strings of torch_xla map one to one onto torch.distributed.ReduceOp.",
+        docs=(DOCS_DIST_API,),
+        example=Example(
+            before=(
+                "import torch_xla.core.xla_model as xm\n\n"
+                "OPS = {\"total\": xm.REDUCE_SUM, \"peak\": xm.REDUCE_MAX}\n"
+            ),
+            after=(
+                "import torch.distributed as dist\n"
+                "OPS = {\"total\": dist.ReduceOp.SUM, \"peak\": dist.ReduceOp.MAX}\n"
+            ),
+        ),
+    )
+    references = {name: "to_reduce_op" for name in REDUCE_CONSTANTS}
+
+    def to_reduce_op(self, original, updated, qname: str):
+        return keep_parens(self.ctx.expr(f"{self.dist}.ReduceOp.{REDUCE_CONSTANTS[qname]}"), updated)
+
+
+@register
+class AllReduceToDist(DistributedRule):
+    """xm.all_reduce(reduce_type, inputs, scale=, groups=) -> dist.all_reduce per tensor."""
+
+    meta = RuleMeta(
+        "NM125",
+        "xm.all_reduce() -> dist.all_reduce()",
+        safety=REVIEW,
+        risks=frozenset({"collectives"}),
+        summary=(
+            "xm.all_reduce reduced a list in place, or returned a new tensor for a single one, and applied "
+            "`scale` after the reduction; dist.all_reduce works in place on one tensor."
+        ),
+        docs=(DOCS_DIST_API, DOCS_DISTRIBUTED),
+        example=Example(
+            before=(
+                "import torch_xla.core.xla_model as xm\n\n"
+                "total = xm.all_reduce(xm.REDUCE_SUM, loss, scale=1.0 / world_size)\n"
+            ),
+            after=(
+                "import torch.distributed as dist\n"
+                "# neuron-migrate(NM125): xm.all_reduce returned a new tensor for one input; "
+                "check `loss` is not a list\n"
+                "total = loss.clone()\n"
+                "if dist.is_initialized():\n"
+                "    dist.all_reduce(total, op=dist.ReduceOp.SUM)\n"
+                "    total.mul_(1.0 / world_size)\n"
+            ),
+        ),
+    )
+    calls = {f"{XM}.all_reduce": "to_dist_all_reduce"}
+    PARAMS = ("reduce_type", "inputs", "scale", "groups", "pin_layout")
+
+    def to_dist_all_reduce(self, original: cst.Call, updated: cst.Call, qname: str):
+        fallback = (
+            "use `dist.all_reduce(tensor, op=dist.ReduceOp.SUM)` per tensor (in place), then `tensor.mul_(scale)`"
+        )
+        bound = bind(updated, self.PARAMS)
+        before = bind(original, self.PARAMS)
+        if bound is None or before is None or "reduce_type" not in bound or "inputs" not in bound:
+            return self.manual(original, updated, f"arguments not understood; {fallback}")
+        if not is_absent_or(bound, "groups", None, []):
+            return self.manual(
+                original,
+                updated,
+                "replica groups: build the group with `dist.new_group(ranks)` and pass `group=` to dist.all_reduce",
+            )
+        shape = self.shape(original)
+        if shape is None:
+            return self.manual(original, updated, f"used inside an expression; {fallback}")
+        if self.keeps_legacy_arguments(original, updated):
+            return self.manual(original, updated, LEGACY_ARGUMENTS)
+        op, op_known = self.reduce_op(before["reduce_type"].value, bound["reduce_type"].value)
+        scale = None if is_absent_or(bound, "scale", 1.0, 1) else code_of(bound["scale"].value)
+        inputs = bound["inputs"].value
+        dist = self.dist
+        check_op = "" if op_known else f"; check `{op}` is a dist.ReduceOp"
+
+        if shape[0] == "bare":
+            tensors = inputs.elements if isinstance(inputs, (cst.List, cst.Tuple)) else None
+            if tensors is not None and len(tensors) == 1 and not isinstance(tensors[0], cst.StarredElement):
+                # One tensor in a literal list: reduce it in place, no loop needed.
+                self.ctx.review(f"skipped while no process group is initialized: init it first{check_op}")
+                lines = self.reduce_lines(dist, atom(tensors[0].value), op, scale, depth=0)
+                return self.replace_with(original, lines)
+            tensor = self.fresh_name("tensor")
+            lines = self.reduce_lines(dist, tensor, op, scale, depth=1)
+            self.ctx.review(
+                "the in-place loop assumes a list of tensors; for gradients prefer DDP, which buckets them" + check_op
+            )
+            loop = f"\tfor {tensor} in {self.code_at(inputs, 1)}:"
+            return self.replace_with(original, [lines[0], loop, *lines[1:]])
+
+        kind, target = shape
+        simple_target = kind == "return" or isinstance(target, (cst.Name, cst.Attribute, cst.Subscript))
+        if isinstance(inputs, (cst.List, cst.Tuple)) or not simple_target:
+            return self.manual(original, updated, f"not of the form `y = xm.all_reduce(op, x)`; {fallback}")
+        result = self.fresh_name("reduced") if kind == "return" else code_of(target)
+        lines = [f"{result} = {atom(inputs)}.clone()", *self.reduce_lines(dist, result, op, scale, depth=0)]
+        if kind == "return":
+            lines.append(f"return {result}")
+        what = f"`{code_of(inputs)}`" if is_plain_reference(inputs) else "the input"
+        self.ctx.review(f"xm.all_reduce returned a new tensor for one input; check {what} is not a list{check_op}")
+        return self.replace_with(original, lines)
+
+    def reduce_op(self, before: cst.BaseExpression, after: cst.BaseExpression) -> tuple[str, bool]:
+        """The ``op=`` code, and whether it is certainly a ReduceOp (a known constant or string)."""
+        constant = self.ctx.any_qualified_name(before, REDUCE_CONSTANTS.keys())
+        if constant is not None:
+            return f"{self.dist}.ReduceOp.{REDUCE_CONSTANTS[constant]}", True
+        value = literal(before)
+        if isinstance(value, str) and value in REDUCE_OPS:
+            return f"{self.dist}.ReduceOp.{REDUCE_OPS[value]}", True
+        return code_of(after), False
+
+    @staticmethod
+    def reduce_lines(dist: str, tensor: str, op: str, scale: str | None, depth: int) -> list[str]:
+        # Scaling stays under the guard: with one process xm.all_reduce returned the input unscaled.
+        inner = "\t" * (depth + 1)
+        lines = [f"if {dist}.is_initialized():", f"{inner}{dist}.all_reduce({tensor}, op={op})"]
+        if scale is not None:
+            lines.append(f"{inner}{tensor}.mul_({scale})")
+        return lines
+
+
+# ----- NM126: all_gather ------------------------------------------------------------------------------------
+@register
+class AllGatherToAllGatherSingle(DistributedRule):
+    """y = xm.all_gather(x) (dim 0) -> dist.all_gather_single into a new tensor.
+
+    PyTorch 2.13, the oldest release TorchNeuron runs on, deprecates all_gather_into_tensor in
+    favour of all_gather_single (same collective, same arguments).
+    """
+
+    meta = RuleMeta(
+        "NM126",
+        "xm.all_gather() -> dist.all_gather_single()",
+        safety=REVIEW,
+        risks=frozenset({"collectives"}),
+        summary=(
+            "Along dim 0 the gathered tensor is every rank's tensor stacked in rank order, which is what "
+            "all_gather_single writes; other dims, replica groups and lists are left to a human."
+        ),
+        docs=(DOCS_DIST_API, DOCS_DISTRIBUTED),
+        example=Example(
+            before=(
+                "import torch_xla.core.xla_model as xm\n\n"
+                "all_preds = xm.all_gather(preds)\n"
+            ),
+            after=(
+                "import torch.distributed as dist\n"
+                "# neuron-migrate(NM126): all_gather_single needs one tensor of the same shape on every "
+                "rank (xm.all_gather also took lists)\n"
+                "if dist.is_initialized():\n"
+                "    all_preds = preds.new_empty((dist.get_world_size() * preds.shape[0], *preds.shape[1:]))\n"
+                "    dist.all_gather_single(all_preds, preds)\n"
+                "else:\n"
+                "    all_preds = preds.clone()\n"
+            ),
+        ),
+    )
+    calls = {f"{XM}.all_gather": "to_all_gather_single"}
+    PARAMS = ("value", "dim", "groups", "output", "pin_layout")
+
+    def to_all_gather_single(self, original: cst.Call, updated: cst.Call, qname: str):
+        fallback = (
+            "gather with `parts = [torch.empty_like(x) for _ in range(dist.get_world_size())]`, "
+            "`dist.all_gather(parts, x)`, then `torch.cat(parts, dim=dim)`"
+        )
+        bound = bind(updated, self.PARAMS)
+        if bound is None or "value" not in bound:
+            return self.manual(original, updated, f"arguments not understood; {fallback}")
+        if not is_absent_or(bound, "groups", None, []):
+            return self.manual(original, updated, f"replica groups: pass `group=dist.new_group(ranks)`; {fallback}")
+        if not is_absent_or(bound, "output", None):
+            return self.manual(original, updated, "into `output`: `dist.all_gather_single(output, value)`")
+        if not is_absent_or(bound, "dim", 0):
+            return self.manual(original, updated, f"gathers along another dim than 0; {fallback}")
+        shape = self.shape(original)
+        value = bound["value"].value
+        if shape is None or shape[0] == "bare" or isinstance(value, (cst.List, cst.Tuple)):
+            return self.manual(original, updated, f"not of the form `y = xm.all_gather(x)`; {fallback}")
+        if self.keeps_legacy_arguments(original, updated):
+            return self.manual(original, updated, LEGACY_ARGUMENTS)
+        kind, target = shape
+        lines = []
+        if not is_plain_reference(value):
+            # The input is named several times below; evaluate it once.
+            local = self.fresh_name("local_tensor")
+            lines.append(f"{local} = {code_of(value)}")
+            source = local
+        else:
+            source = code_of(value)
+        direct = kind == "assign" and isinstance(target, cst.Name) and target.value not in names_in(value)
+        result = code_of(target) if direct else self.fresh_name("gathered")
+        dist = self.dist
+        lines += [
+            f"if {dist}.is_initialized():",
+            f"\t{result} = {source}.new_empty(({dist}.get_world_size() * {source}.shape[0], *{source}.shape[1:]))",
+            f"\t{dist}.all_gather_single({result}, {source})",
+            "else:",
+            f"\t{result} = {source}.clone()",
+        ]
+        if not direct:
+            lines.append(f"return {result}" if kind == "return" else f"{code_of(target)} = {result}")
+        self.ctx.review(
+            "all_gather_single needs one tensor of the same shape on every rank (xm.all_gather also took lists)"
+        )
+        return self.replace_with(original, lines)
+
+
+# ----- NM128: process group backend ------------------------------------------------------------------------
+@register
+class XlaBackendToNeuron(DistributedRule):
+    """dist.init_process_group("xla", init_method="xla://") -> dist.init_process_group("neuron")."""
+
+    meta = RuleMeta(
+        "NM128",
+        'process group backend "xla" -> "neuron"',
+        safety=SAFE,
+        risks=frozenset({"launch"}),
+        summary=(
+            'TorchNeuron registers the "neuron" backend; under torchrun the default env:// init method '
+            "replaces xla://, and the side-effect import of torch_xla.distributed.xla_backend goes."
+        ),
+        docs=(DOCS_DISTRIBUTED, DOCS_TUTORIAL),
+        triggers=(b"init_process_group",),
+        example=Example(
+            before=(
+                "import torch.distributed as dist\n"
+                "import torch_xla.distributed.xla_backend\n\n"
+                'dist.init_process_group("xla", init_method="xla://")\n'
+            ),
+            after=(
+                "import torch.distributed as dist\n\n"
+                'dist.init_process_group("neuron")\n'
+            ),
+        ),
+    )
+    calls = {
+        "torch.distributed.init_process_group": "to_neuron_backend",
+        "torch.distributed.distributed_c10d.init_process_group": "to_neuron_backend",
+    }
+    PARAMS = ("backend", "init_method")
+
+    def to_neuron_backend(self, original: cst.Call, updated: cst.Call, qname: str):
+        positional = [arg for arg in updated.args if arg.keyword is None and not arg.star]
+        args = list(updated.args)
+        changed = False
+        for index, arg in enumerate(args):
+            if arg.star:
+                continue
+            name = arg.keyword.value if arg.keyword else (self.PARAMS[index] if index < len(self.PARAMS) else None)
+            value = literal(arg.value)
+            if name == "backend" and isinstance(value, str) and value.lower() == "xla":
+                quote = arg.value.value[-1] if isinstance(arg.value, cst.SimpleString) else '"'
+                args[index] = arg.with_changes(value=cst.SimpleString(f"{quote}neuron{quote}"))
+                changed = True
+            elif name == "init_method" and isinstance(value, str) and value.startswith("xla://"):
+                if arg.keyword is None and len(positional) > 2:
+                    # Positional arguments follow: keep the slot, let env:// be the default.
+                    args[index] = arg.with_changes(value=cst.Name("None"))
+                else:
+                    args[index] = None
+                changed = True
+        if not changed:
+            return updated
+        keep = [arg for arg in args if arg is not None]
+        if keep and len(keep) != len(args):
+            keep[-1] = keep[-1].with_changes(comma=updated.args[-1].comma)
+        return updated.with_changes(args=keep)
+
+
+# ----- NM129: the other collectives ------------------------------------------------------------------------
+COLLECTIVE_NEXT_STEPS = {
+    f"{XM}.reduce_scatter": (
+        "use `dist.reduce_scatter_single(out, input, op=dist.ReduceOp.SUM)` (scatters dim 0 into "
+        "world_size parts; move `scatter_dim` to dim 0 first), then `out.mul_(scale)`"
+    ),
+    f"{XM}.collective_broadcast": "broadcast in place: `for t in tensors: dist.broadcast(t, src=root_ordinal)`",
+    f"{XM}.all_to_all": (
+        "use `dist.all_to_all_single(output, input)` (splits and concatenates along dim 0; "
+        "move split_dimension / concat_dimension to dim 0 first)"
+    ),
+    f"{XM}.collective_permute": (
+        "send and receive with `dist.batch_isend_irecv([dist.P2POp(dist.isend, t, peer), "
+        "dist.P2POp(dist.irecv, out, peer)])` for each (source, target) pair"
+    ),
+    f"{XM}.send": "use `dist.send(tensor, dst=peer_rank)`; xm.send named an XLA channel id, not a peer rank",
+    f"{XM}.recv": "use `dist.recv(tensor, src=peer_rank)`; xm.recv named an XLA channel id, not a peer rank",
+}
+BROADCAST_MASTER_PARAM = (f"{XM}.broadcast_master_param", "torch_xla.experimental.pjrt.broadcast_master_param")
+BROADCAST_NEXT_STEP = (
+    "copy rank 0's weights: `for t in [*model.parameters(), *model.buffers()]: dist.broadcast(t.data, src=0)`, "
+    "or wrap the model in DDP, which does it at construction"
+)
+DDP_NAMES = frozenset(
+    {"torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel"}
+)
+
+
+@register
+class OtherCollectives(DistributedRule):
+    """reduce_scatter, collective_broadcast, all_to_all, send/recv: TODO with the torch.distributed call.
+
+    ``xm.broadcast_master_param(model)`` is deleted when the file wraps models in DDP, whose
+    constructor broadcasts rank 0's parameters and buffers.
+    """
+
+    meta = RuleMeta(
+        "NM129",
+        "other torch_xla collectives -> torch.distributed",
+        safety=MANUAL,
+        risks=frozenset({"collectives"}),
+        summary="Argument semantics differ (scatter dims, channel ids, replica groups): a human writes the call.",
+        docs=(DOCS_DIST_API, DOCS_DISTRIBUTED),
+        example=Example(
+            before=(
+                "import torch_xla.core.xla_model as xm\n\n"
+                "shard = xm.reduce_scatter(xm.REDUCE_SUM, grad, 1.0, 0, world_size)\n"
+            ),
+            after=(
+                "import torch_xla.core.xla_model as xm\n"
+                "import torch.distributed as dist\n\n"
+                "# TODO(neuron-migrate NM129): use `dist.reduce_scatter_single(out, input, op=dist.ReduceOp.SUM)` "
+                "(scatters dim 0 into world_size parts; move `scatter_dim` to dim 0 first), then `out.mul_(scale)`\n"
+                "shard = xm.reduce_scatter(dist.ReduceOp.SUM, grad, 1.0, 0, world_size)\n"
+            ),
+        ),
+    )
+    calls = {
+        **{name: "next_step" for name in COLLECTIVE_NEXT_STEPS},
+        **{name: "broadcast_master_param" for name in BROADCAST_MASTER_PARAM},
+    }
+
+    _uses_ddp: bool | None = None
+
+    def next_step(self, original: cst.Call, updated: cst.Call, qname: str):
+        return self.manual(original, updated, COLLECTIVE_NEXT_STEPS[qname])
+
+    def broadcast_master_param(self, original: cst.Call, updated: cst.Call, qname: str):
+        if not self.uses_ddp() or self.shape(original) != ("bare", None):
+            return self.manual(original, updated, BROADCAST_NEXT_STEP)
+        if self.keeps_legacy_arguments(original, updated):
+            return self.manual(original, updated, LEGACY_ARGUMENTS)
+        self.ctx.note("xm.broadcast_master_param() removed: DDP broadcasts rank 0's weights")
+        self.ctx.review("removed: DDP broadcasts rank 0's weights when it wraps the model; wrap it after loading them")
+        return StatementReplacement([], fallback=BROADCAST_NEXT_STEP)
+
+    def uses_ddp(self) -> bool:
+        if self._uses_ddp is None:
+            finder = _DdpFinder(self.ctx)
+            self.ctx.module.visit(finder)
+            self._uses_ddp = finder.found
+        return self._uses_ddp
+
+
+class _DdpFinder(cst.CSTVisitor):
+    """Does any name in the file resolve to torch's DistributedDataParallel?"""
+
+    def __init__(self, ctx) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.found = False
+
+    def visit_Name(self, node: cst.Name) -> bool:
+        self._check(node)
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        if node.attr.value == "DistributedDataParallel":
+            self._check(node)
+        return not self.found
+
+    def _check(self, node) -> None:
+        if self.found:
+            return
+        names = self.ctx.wrapper.resolve(QualifiedNameProvider).get(node, ())
+        if isinstance(names, LazyValue):
+            names = names()
+        self.found = any(q.name in DDP_NAMES and q.source is QualifiedNameSource.IMPORT for q in names)
+
+
+# ----- NM130: xm.save --------------------------------------------------------------------------------------
+SAVE_CHECK = 'xm.save moved tensors to CPU first; load with `map_location="cpu"` or save a CPU copy of the state'
+SPACE = cst.SimpleWhitespace(" ")
+
+
+@register
+class SaveToTorchSave(DistributedRule):
+    """xm.save(data, path, master_only=True, global_master=False) -> torch.save under a rank guard."""
+
+    meta = RuleMeta(
+        "NM130",
+        "xm.save() -> torch.save() on the writing rank",
+        safety=REVIEW,
+        risks=frozenset({"checkpoint-format"}),
+        summary=(
+            "xm.save wrote on each host's rank 0 by default (LOCAL_RANK), on global rank 0 with "
+            "global_master=True, on every rank with master_only=False, and moved tensors to CPU first."
+        ),
+        docs=(DOCS_CHANGES, "https://pytorch.org/docs/stable/generated/torch.save.html"),
+        example=Example(
+            before=(
+                "import torch_xla.core.xla_model as xm\n\n"
+                'xm.save(model.state_dict(), "checkpoint.pt")\n'
+            ),
+            after=(
+                "import os\n"
+                "import torch\n"
+                "# neuron-migrate(NM130): xm.save moved tensors to CPU first; load with "
+                '`map_location="cpu"` or save a CPU copy of the state\n'
+                'if int(os.environ.get("LOCAL_RANK", "0")) == 0:\n'
+                '    torch.save(model.state_dict(), "checkpoint.pt")\n'
+            ),
+        ),
+    )
+    calls = {f"{XM}.save": "to_torch_save"}
+    PARAMS = ("data", "file_or_path", "master_only", "global_master", "sync")
+
+    def to_torch_save(self, original: cst.Call, updated: cst.Call, qname: str):
+        fallback = 'write `torch.save(data, path)` under `if int(os.environ.get("LOCAL_RANK", "0")) == 0:`'
+        bound = bind(updated, self.PARAMS)
+        if bound is None or "data" not in bound or "file_or_path" not in bound:
+            return self.manual(original, updated, f"arguments not understood; {fallback}")
+        master_only = True if "master_only" not in bound else literal(bound["master_only"].value)
+        global_master = False if "global_master" not in bound else literal(bound["global_master"].value)
+        if type(master_only) is not bool or type(global_master) is not bool:
+            return self.manual(original, updated, f"computed master_only / global_master; {fallback} (or RANK)")
+        if self.shape(original) != ("bare", None):
+            return self.manual(original, updated, f"not a statement of its own; {fallback}")
+        if self.keeps_legacy_arguments(original, updated):
+            return self.manual(original, updated, LEGACY_ARGUMENTS)
+        data, path = bound["data"], bound["file_or_path"]
+        separator = data.comma if isinstance(data.comma, cst.Comma) else cst.Comma(whitespace_after=SPACE)
+        args = [
+            data.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT, comma=separator),
+            path.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT, comma=updated.args[-1].comma),
+        ]
+        call = updated.with_changes(func=self.ctx.expr(f"{self.torch}.save"), args=args)
+        self.ctx.review(SAVE_CHECK)
+        if not master_only:
+            # Every rank writes, as before; the path must differ per rank, as it had to.
+            return self.replace_with(original, [self.code_at(call, 0)])
+        var = "RANK" if global_master else "LOCAL_RANK"
+        return self.replace_with(original, [f"if {self.env_int(var)} == 0:", f"\t{self.code_at(call, 1)}"])
+
+
+# ----- NM131 / NM132: RNG ------------------------------------------------------------------------------------
+@register
+class SeedToTorchManualSeed(DistributedRule):
+    """xm.set_rng_state(seed) / torch_xla.manual_seed(seed) -> torch.manual_seed(seed)."""
+
+    meta = RuleMeta(
+        "NM131",
+        "xm.set_rng_state() / torch_xla.manual_seed() -> torch.manual_seed()",
+        safety=SAFE,
+        risks=frozenset({"rng"}),
+        summary="torch.manual_seed seeds the CPU and every device generator, the neuron one included.",
+        docs=(DOCS_MODULE, "https://pytorch.org/docs/stable/generated/torch.manual_seed.html"),
+        example=Example(
+            before=(
+                "import torch_xla.core.xla_model as xm\n\n"
+                "xm.set_rng_state(args.seed)\n"
+            ),
+            after=(
+                "import torch\n"
+                "torch.manual_seed(args.seed)\n"
+            ),
+        ),
+    )
+    calls = {
+        f"{XM}.set_rng_state": "to_manual_seed",
+        "torch_xla.manual_seed": "to_manual_seed",
+        "torch_xla.torch_xla.manual_seed": "to_manual_seed",
+    }
+
+    def to_manual_seed(self, original: cst.Call, updated: cst.Call, qname: str):
+        bound = bind(updated, ("seed", "device"))
+        if bound is None or "seed" not in bound:
+            return self.manual(original, updated, "arguments not understood; use `torch.manual_seed(seed)`")
+        # The device argument goes: torch.manual_seed seeds every device.
+        call = without_args(updated, {"device"}, ("seed", "device"))
+        return call.with_changes(func=self.ctx.expr(f"{self.torch}.manual_seed"))
+
+
+@register
+class GetRngStateManual(DistributedRule):
+    """xm.get_rng_state() returned the device seed as an int; there is no int-seed query now."""
+
+    meta = RuleMeta(
+        "NM132",
+        "xm.get_rng_state() needs a human",
+        safety=MANUAL,
+        risks=frozenset({"rng"}),
+        summary="xm.get_rng_state() returned an int seed; the torch.neuron RNG state is a tensor.",
+        docs=(DOCS_MODULE,),
+        example=Example(
+            before=(
+                "import torch_xla.core.xla_model as xm\n\n"
+                "state = xm.get_rng_state()\n"
+            ),
+            after=(
+                "import torch_xla.core.xla_model as xm\n\n"
+                "# TODO(neuron-migrate NM132): use `torch.neuron.get_rng_state()` (a state tensor, not the int "
+                "seed xm.get_rng_state returned) and restore it with `torch.neuron.set_rng_state(state)`\n"
+                "state = xm.get_rng_state()\n"
+            ),
+        ),
+    )
+    calls = {f"{XM}.get_rng_state": "next_step"}
+
+    def next_step(self, original: cst.Call, updated: cst.Call, qname: str):
+        return self.manual(
+            original,
+            updated,
+            "use `torch.neuron.get_rng_state()` (a state tensor, not the int seed xm.get_rng_state returned) "
+            "and restore it with `torch.neuron.set_rng_state(state)`",
+        )
+
+
+# ----- NM135: SPMD ----------------------------------------------------------------------------------------------
+SPMD_MODULES = (
+    "torch_xla.distributed.spmd",
+    "torch_xla.distributed.spmd.xla_sharding",
+    "torch_xla.experimental.xla_sharding",
+)
+MESH_STEP = (
+    'build a DeviceMesh: `init_device_mesh("neuron", mesh_shape, mesh_dim_names=axis_names)` '
+    "(torch.distributed.device_mesh) and pass it where the mesh is used"
+)
+TENSOR_STEP = (
+    "shard with DTensor: `distribute_tensor(t, mesh, [Shard(dim)])` on a DeviceMesh from "
+    '`init_device_mesh("neuron", ...)`; `dt.full_tensor()` / `dt.to_local()` to read it back'
+)
+MODULE_STEP = (
+    "shard the module with `parallelize_module(model, mesh, {name: ColwiseParallel() | RowwiseParallel()})` "
+    '(torch.distributed.tensor.parallel) on `init_device_mesh("neuron", ...)`'
+)
+SPMD_NAMES = {
+    "Mesh": MESH_STEP,
+    "HybridMesh": MESH_STEP,
+    "get_1d_mesh": MESH_STEP,
+    "set_global_mesh": MESH_STEP,
+    "get_global_mesh": MESH_STEP,
+    "mark_sharding": TENSOR_STEP,
+    "clear_sharding": TENSOR_STEP,
+    "enable_manual_sharding": TENSOR_STEP,
+    "disable_manual_sharding": TENSOR_STEP,
+    "wrap_if_sharded": TENSOR_STEP,
+    "xla_distribute_tensor": TENSOR_STEP,
+    "XLAShardedTensor": TENSOR_STEP,
+    "XLAShard": TENSOR_STEP,
+    "ShardingSpec": TENSOR_STEP,
+    "ShardingType": TENSOR_STEP,
+    "xla_distribute_module": MODULE_STEP,
+    "auto_policy": MODULE_STEP,
+    "XLAPatchedLinear": MODULE_STEP,
+    "xla_patched_nn_linear_forward": MODULE_STEP,
+}
+SPMD_STEPS = {f"{module}.{name}": step for module in SPMD_MODULES for name, step in SPMD_NAMES.items()}
+SPMD_STEPS[f"{XR}.use_spmd"] = (
+    "GSPMD has no TorchNeuron equivalent: run one process per NeuronCore with torchrun and shard with DTensor "
+    '(`init_device_mesh("neuron", ...)`, `parallelize_module`); then delete this call'
+)
+SPMD_STEPS[f"{XR}.is_spmd"] = "there is no SPMD mode on TorchNeuron: treat this as False, shard with DTensor"
+
+
+@register
+class SpmdManual(DistributedRule):
+    """PyTorch/XLA SPMD (GSPMD sharding annotations) -> DTensor on a DeviceMesh, by hand."""
+
+    meta = RuleMeta(
+        "NM135",
+        "torch_xla SPMD needs a redesign with DTensor / DeviceMesh",
+        safety=MANUAL,
+        risks=frozenset({"collectives", "performance"}),
+        summary=(
+            "GSPMD sharding annotations have no TorchNeuron equivalent; the native way is DTensor "
+            "(distribute_tensor, parallelize_module) on a DeviceMesh of the neuron device."
+        ),
+        docs=(DOCS_CHANGES, DOCS_DISTRIBUTED, DOCS_DTENSOR),
+        example=Example(
+            before=(
+                "import torch_xla.distributed.spmd as xs\n\n"
+                'xs.mark_sharding(weight, mesh, ("model", None))\n'
+            ),
+            after=(
+                "import torch_xla.distributed.spmd as xs\n\n"
+                f"# TODO(neuron-migrate NM135): {TENSOR_STEP}\n"
+                'xs.mark_sharding(weight, mesh, ("model", None))\n'
+            ),
+        ),
+    )
+    calls = {name: "next_step" for name in SPMD_STEPS}
+    references = {name: "next_step" for name in SPMD_STEPS}
+
+    def next_step(self, original, updated, qname: str):
+        return self.manual(original, updated, SPMD_STEPS[qname])
+
+
+# ----- NM136: XLA FSDP --------------------------------------------------------------------------------------------
+FSDP_MODULES = (
+    "torch_xla.distributed.fsdp",
+    "torch_xla.distributed.fsdp.xla_fully_sharded_data_parallel",
+    "torch_xla.distributed.fsdp.checkpoint_consolidation",
+    "torch_xla.distributed.fsdp.utils",
+    "torch_xla.distributed.fsdp.wrap",
+)
+WRAP_STEP = (
+    'shard with FSDP2: `mesh = init_device_mesh("neuron", (world_size,))`, `fully_shard(block, mesh=mesh)` '
+    "for each block, then `fully_shard(model, mesh=mesh)`; create the optimizer after sharding"
+)
+CONSOLIDATE_STEP = (
+    "save with torch.distributed.checkpoint (`dcp.save(model.state_dict(), checkpoint_id=path)`), or a full "
+    "state dict via `get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))`"
+)
+FSDP_NAMES = {
+    "XlaFullyShardedDataParallel": WRAP_STEP,
+    "transformer_auto_wrap_policy": "FSDP2 has no wrap policy: call `fully_shard(block, mesh=mesh)` on each block",
+    "size_based_auto_wrap_policy": "FSDP2 has no wrap policy: call `fully_shard(block, mesh=mesh)` on each block",
+    "consolidate_sharded_state_dicts": CONSOLIDATE_STEP,
+    "consolidate_sharded_model_checkpoints": CONSOLIDATE_STEP,
+    "checkpoint_module": (
+        "checkpoint activations with `torch.utils.checkpoint.checkpoint(block, *inputs, use_reentrant=False)` "
+        "in the parent's forward"
+    ),
+}
+FSDP_STEPS = {f"{module}.{name}": step for module in FSDP_MODULES for name, step in FSDP_NAMES.items()}
+
+
+@register
+class XlaFsdpManual(DistributedRule):
+    """torch_xla's XlaFullyShardedDataParallel and checkpoint consolidation -> FSDP2, by hand."""
+
+    meta = RuleMeta(
+        "NM136",
+        "XLA FSDP needs a port to FSDP2 (fully_shard)",
+        safety=MANUAL,
+        risks=frozenset({"collectives", "checkpoint-format"}),
+        summary=(
+            "Wrapping policy, optimizer construction order and sharded checkpoints differ; FSDP2 "
+            "`fully_shard` on a neuron DeviceMesh is the supported replacement."
+        ),
+        docs=(DOCS_DISTRIBUTED, DOCS_TUTORIAL, DOCS_FSDP2, DOCS_DCP),
+        example=Example(
+            before=(
+                "from torch_xla.distributed.fsdp import XlaFullyShardedDataParallel as FSDP\n\n"
+                "model = FSDP(model)\n"
+            ),
+            after=(
+                "from torch_xla.distributed.fsdp import XlaFullyShardedDataParallel as FSDP\n\n"
+                f"# TODO(neuron-migrate NM136): {WRAP_STEP}\n"
+                "model = FSDP(model)\n"
+            ),
+        ),
+    )
+    calls = {name: "next_step" for name in FSDP_STEPS}
+    references = {name: "next_step" for name in FSDP_STEPS}
+
+    def next_step(self, original, updated, qname: str):
+        return self.manual(original, updated, FSDP_STEPS[qname])

@@ -1,0 +1,126 @@
+"""[tool.neuron-migrate] in pyproject.toml, command-line overrides and the cache fingerprint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from neuron_migrate.config import Config, ConfigError, load_config
+
+
+def write_pyproject(folder: Path, body: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "pyproject.toml"
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+def test_defaults_without_pyproject(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = load_config([tmp_path])
+    assert config.select == () and config.ignore == ()
+    assert config.cache is True and config.no_comments is False and config.jobs is None
+    assert config.source is None
+    assert config.root == tmp_path.resolve()
+    assert config.workers >= 1
+
+
+def test_nearest_pyproject_with_a_section_wins(tmp_path):
+    write_pyproject(tmp_path, '[tool.neuron-migrate]\nselect = ["NM1"]\n')
+    # A nearer pyproject.toml without the section does not stop the search.
+    write_pyproject(tmp_path / "pkg", '[project]\nname = "pkg"\n')
+    (tmp_path / "pkg" / "src").mkdir()
+    target = tmp_path / "pkg" / "src" / "train.py"
+    target.write_text("x = 1\n")
+    config = load_config([target])
+    assert config.select == ("NM1",)
+    assert config.source == tmp_path.resolve() / "pyproject.toml"
+    assert config.root == tmp_path.resolve()
+
+
+def test_every_key_in_kebab_case(tmp_path):
+    write_pyproject(
+        tmp_path,
+        "[tool.neuron-migrate]\n"
+        'select = ["NM1", "NM2"]\n'
+        'ignore = ["NM150"]\n'
+        'exclude = ["legacy/"]\n'
+        'extend-exclude = ["*_pb2.py"]\n'
+        "no-comments = true\n"
+        "jobs = 3\n"
+        "cache = false\n",
+    )
+    config = load_config([tmp_path])
+    assert config.select == ("NM1", "NM2")
+    assert config.ignore == ("NM150",)
+    assert config.exclude == ("legacy/",)
+    assert config.extend_exclude == ("*_pb2.py",)
+    assert config.excludes == ("legacy/", "*_pb2.py")
+    assert config.no_comments is True
+    assert config.jobs == 3 and config.workers == 3
+    assert config.cache is False
+
+
+def test_keyword_arguments_override_the_file(tmp_path):
+    write_pyproject(
+        tmp_path,
+        '[tool.neuron-migrate]\nselect = ["NM1"]\nexclude = ["a/"]\nextend-exclude = ["b/"]\njobs = 3\ncache = false\n',
+    )
+    config = load_config([tmp_path], select=["NM110"], jobs=1, cache=True, exclude=["c/"], extend_exclude=["d/"])
+    assert config.select == ("NM110",)
+    assert config.jobs == 1
+    assert config.cache is True
+    assert config.exclude == ("c/",)
+    assert config.extend_exclude == ("b/", "d/")
+    # None means "not given on the command line".
+    assert load_config([tmp_path], select=None, no_comments=None).select == ("NM1",)
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ("select_ = 1\n", ["unknown key 'select_'"]),
+        ("no_comments = true\n", ["unknown key 'no_comments'", "did you mean 'no-comments'"]),
+        ('jobs = "4"\n', ["jobs must be a positive integer"]),
+        ("jobs = 0\n", ["jobs must be a positive integer"]),
+        ("jobs = true\n", ["jobs must be a positive integer"]),
+        ("cache = 1\n", ["cache must be true or false"]),
+        ("select = [1, 2]\n", ["select must be a list of rule ids"]),
+    ],
+)
+def test_bad_settings_name_the_file_and_key(tmp_path, body, words):
+    path = write_pyproject(tmp_path, "[tool.neuron-migrate]\n" + body)
+    with pytest.raises(ConfigError) as info:
+        load_config([tmp_path])
+    message = str(info.value)
+    assert str(path.resolve()) in message
+    for word in words:
+        assert word in message
+
+
+def test_invalid_toml_is_a_config_error(tmp_path):
+    write_pyproject(tmp_path, "[tool.neuron-migrate\nselect = \n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config([tmp_path])
+
+
+def test_bad_jobs_argument(tmp_path):
+    with pytest.raises(ConfigError, match="jobs"):
+        load_config([tmp_path], jobs=0)
+
+
+def test_cache_dir_comes_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("NEURON_MIGRATE_CACHE_DIR", str(tmp_path / "c"))
+    assert load_config([tmp_path]).cache_dir == tmp_path / "c"
+
+
+def test_fingerprint_tracks_only_what_changes_the_output():
+    base = Config()
+    assert base.fingerprint() == Config().fingerprint()
+    assert base.fingerprint() == Config(jobs=8, cache=False, exclude=("x/",)).fingerprint()
+    # Order and case of rule selectors do not matter; their content does.
+    assert Config(select=("NM1", "nm2")).fingerprint() == Config(select=("NM2", "NM1")).fingerprint()
+    assert base.fingerprint() != Config(no_comments=True).fingerprint()
+    assert base.fingerprint() != Config(select=("NM1",)).fingerprint()
+    assert base.fingerprint() != Config(ignore=("NM1",)).fingerprint()

@@ -1,0 +1,197 @@
+"""The HTML page: self-contained, escaped, and showing the same facts as the other formats."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+
+import pytest
+from test_report_render import CATALOG, EVIL_PATH, empty_report, sample_report
+
+from neuron_migrate.report import html as html_report
+from neuron_migrate.report.render import render
+
+
+class Page(HTMLParser):
+    """Collects what the assertions need: tags with attributes, script bodies, visible text."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.scripts: list[str] = []
+        self.text: list[str] = []
+        self._in_script = False
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+        self._in_script = tag == "script"
+
+    def handle_endtag(self, tag):
+        if tag == "script":
+            self._in_script = False
+
+    def handle_data(self, data):
+        if self._in_script:
+            self.scripts.append(data)
+        else:
+            self.text.append(data)
+
+    def find(self, tag: str, **attrs: str) -> list[dict[str, str | None]]:
+        return [a for t, a in self.tags if t == tag and all(a.get(k) == v for k, v in attrs.items())]
+
+
+def page(report=None) -> str:
+    return render(report or sample_report(), "html", rules=CATALOG)
+
+
+def between(text: str, start: str, end: str) -> str:
+    return text[text.index(start) : text.index(end, text.index(start))]
+
+
+def test_self_contained():
+    text = page()
+    parsed = Page(text)
+    assert text.startswith("<!DOCTYPE html>")
+    assert not parsed.find("link") and not parsed.find("img") and not parsed.find("iframe")
+    assert all("src" not in attrs for _, attrs in parsed.tags)
+    # The only links are rule documentation links, and only web ones.
+    hrefs = [a["href"] for a in parsed.find("a")]
+    external = [h for h in hrefs if not h.startswith("#")]
+    assert external == [
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/about-pytorch-neuron.html",
+        "https://docs.pytorch.org/docs/stable/distributed.html",
+    ]
+    assert "javascript:" not in text
+
+
+def test_only_the_page_script_runs():
+    text = page()
+    parsed = Page(text)
+    assert len(parsed.find("script")) == 1
+    (script,) = parsed.scripts
+    assert script == html_report.SCRIPT
+    (policy,) = [m["content"] for m in parsed.find("meta") if m.get("http-equiv") == "Content-Security-Policy"]
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in policy
+    assert "default-src 'none'" in policy
+
+
+def test_hostile_paths_code_and_messages_are_escaped():
+    text = page()
+    parsed = Page(text)
+    visible = "".join(parsed.text)
+    # Shown as text, never parsed as markup.
+    assert EVIL_PATH in visible
+    assert "removed <script>alert('m')</script>" in visible
+    assert 's = "</script><script>alert(1)</script>"' in visible
+    assert "x = 1 < 2 & 3 > 0" in visible
+    assert "<script>alert" not in text
+    (evil,) = parsed.find("details", **{"data-path": EVIL_PATH})
+    assert evil is not None
+
+
+def test_summary_cards_show_the_totals():
+    cards = between(page(), '<section class="cards"', "</section>")
+    found = dict((label, int(n)) for n, label in re.findall(r'<div class="n">(\d+)</div><div class="label">([^<]+)</div>', cards))
+    assert found == {
+        "Files scanned": 6, "Changed": 2, "Edits": 3, "To review": 1, "Manual": 2, "Failed": 1, "Skipped": 1, "Suppressed": 1,
+    }
+
+
+def test_not_processed_files():
+    section = between(page(), '<section id="not-processed">', "</section>")
+    assert "<code>broken.py</code>" in section and "broken.py:3:9: invalid syntax" in section
+    assert "<code>vendor/lib.py</code>" in section and "excluded by config" in section
+
+
+def test_needs_a_human():
+    section = between(page(), '<section id="manual">', "</section>")
+    assert "Needs a human (2)" in section
+    rows = re.findall(r"<tr><td><code>(.*?)</code></td>", section)
+    assert rows == ["train.py:7:12", "notebooks/explore.ipynb:2:1 (cell 3)"]
+    assert "<strong>Fix:</strong> Use <code>torch.neuron.get_device_name()</code> if a x &lt; y check needs it." in section
+    assert '<a href="#rule-NM100" title="legacy API without an automatic migration">NM100</a>' in section
+
+
+def test_reviewer_checklist():
+    section = between(page(), '<section id="checklist">', "</section>")
+    assert re.findall(r"<h3>([a-z-]+) ", section) == ["numerics", "collectives", "performance"]
+    assert section.count('<input type="checkbox">') == 3
+    assert "Run with two or more workers" in section
+    assert "NM110" not in section
+
+
+def test_file_sections_with_findings_and_diff():
+    text = page()
+    train = between(text, '<details class="file" open data-path="train.py">', "</details>")
+    assert '<span class="badge changed">changed</span> 2 edits, 1 manual' in train
+    # Findings sorted by position, each tagged for the filters.
+    assert re.findall(r'<tr data-safety="(\w+)"', train) == ["review", "safe", "manual", "safe"]
+    assert train.count("data-suppressed") == 1
+    assert '<pre class="before">xm.all_reduce(xm.REDUCE_SUM, [loss])</pre>' in train
+    assert '<pre class="after">dist.all_reduce(loss, op=dist.ReduceOp.SUM)</pre>' in train
+    assert '<div class="muted">(deleted)</div>' in train
+    # Diff rows carry old/new line numbers and add/remove classes; file headers are dropped.
+    assert '<tr class="remove"><td class="num">5</td><td class="num"></td>' in train
+    assert '<tr class="add"><td class="num"></td><td class="num">6</td>' in train
+    assert '<tr class="context"><td class="num">7</td><td class="num">8</td>' in train
+    assert "+++ b/train.py" not in train
+    assert (
+        '+    <span class="tok-mark"># neuron-migrate(NM130): check the reduced value is what the old code expected</span>'
+        in train
+    )
+    notebook = between(text, 'data-path="notebooks/explore.ipynb"', "</details>")
+    assert "notebooks/explore.ipynb:2:1 (cell 3)" in notebook
+    assert 'class="diff"' not in notebook
+    assert 'data-path="clean.py"' not in text
+
+
+def test_rules_section_describes_the_rules_used():
+    section = between(page(), '<section id="rules">', "</section>")
+    assert re.findall(r'<dt id="rule-(NM\d+)">', section) == ["NM100", "NM110", "NM130"]
+    assert "Risks: numerics, collectives" in section
+
+
+def test_runtime_evidence_is_marked():
+    report = sample_report()
+    report.files[0].findings[2].evidence = "runtime"
+    assert '<span class="badge runtime">runtime</span>' in page(report)
+
+
+def test_empty_report():
+    text = render(empty_report(), "html")
+    assert '<p class="empty">Nothing to migrate.</p>' in text
+    assert 'id="files"' not in text and 'id="manual"' not in text
+    assert Page(text).scripts == [html_report.SCRIPT]
+
+
+def test_highlight():
+    assert html_report.highlight('if x: return "a<b"  # done') == (
+        '<span class="tok-kw">if</span> x: <span class="tok-kw">return</span> '
+        '<span class="tok-str">&quot;a&lt;b&quot;</span>  <span class="tok-com"># done</span>'
+    )
+    assert html_report.highlight("# TODO(neuron-migrate NM100): do it") == (
+        '<span class="tok-mark"># TODO(neuron-migrate NM100): do it</span>'
+    )
+    assert html_report.highlight("format_in = 1") == "format_in = 1"
+
+
+@pytest.mark.slow
+def test_page_script_runs_under_its_own_policy(tmp_path):
+    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if browser is None:
+        pytest.skip("no Chromium on PATH")
+    target = tmp_path / "report.html"
+    target.write_text(page(), encoding="utf-8")
+    dom = subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", target.as_uri()],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout
+    # The filter bar starts hidden and only the page's script shows it: the CSP hash let it run.
+    assert re.search(r'<div class="filters" id="filters">', dom), dom[:2000]
+    assert "<script>alert" not in dom
