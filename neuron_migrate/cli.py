@@ -1,4 +1,4 @@
-"""The ``neuron-migrate`` command line: ``rewrite`` and ``rules``.
+"""The ``neuron-migrate`` command line: ``rewrite``, ``rules`` and ``emulate``.
 
 Exit codes are the same for every command: 0 nothing to change, 1 files changed or would change,
 2 a usage error or a file that could not be processed.
@@ -231,6 +231,44 @@ def _print_rule(rule) -> None:
     else:
         console.print("example:")
         console.print(Syntax(catalog.example_diff(example), "diff"))
+
+
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "allow_interspersed_args": False},
+)
+def emulate(
+    ctx: typer.Context,
+    module: Annotated[
+        Optional[str], typer.Option("-m", help="Run a module as `python -m` does, instead of a script.")
+    ] = None,
+    nproc: Annotated[
+        Optional[int], typer.Option("--nproc", min=1, help="Start this many ranks with torchrun.")
+    ] = None,
+) -> None:
+    """Run SCRIPT [ARGS...] with the "neuron" device emulated on the CPU (needs the runtime extra).
+
+    Every argument after SCRIPT (or -m MODULE) goes to the program untouched; its exit code is passed through.
+    """
+    import os
+    import subprocess
+
+    program = ["-m", module, *ctx.args] if module else list(ctx.args)
+    if not program:
+        raise _fail("emulate needs a SCRIPT or -m MODULE to run")
+    runner = ["-m", "neuron_migrate.analyzers.emulator", *program]
+    if nproc:
+        command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc), *runner]
+    else:
+        command = [sys.executable, *runner]
+    env = dict(os.environ)
+    # the child imports neuron_migrate from wherever this process found it
+    package_root = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    try:
+        code = subprocess.call(command, env=env)
+    except KeyboardInterrupt:
+        code = 130
+    raise typer.Exit(code if code >= 0 else 128 - code)
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ import libcst as cst
 from libcst.metadata.base_provider import LazyValue
 from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider, QualifiedNameSource
 
-from neuron_migrate.report.model import INFO, MANUAL, REVIEW, WARNING, Finding, Span
+from neuron_migrate.report.model import INFO, MANUAL, REVIEW, SAFE, WARNING, Finding, Span
 from neuron_migrate.rules.base import RuleMeta
 
 _IGNORE_RE = re.compile(r"#\s*neuron-migrate:\s*ignore(?:\[(?P<ids>[A-Za-z0-9_,\s]+)\])?")
@@ -38,6 +38,59 @@ def root_name(node: cst.CSTNode) -> str:
     while isinstance(node, cst.Attribute):
         node = node.value
     return node.value if isinstance(node, cst.Name) else ""
+
+
+def _import_statements(body, legacy_prefixes, in_shim: bool):
+    """(import node, inside a compatibility shim?) for every import statement, at any depth."""
+    from neuron_migrate.migrate.imports import is_shim
+
+    for stmt in body:
+        if isinstance(stmt, (cst.Import, cst.ImportFrom)):
+            yield stmt, in_shim
+            continue
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, (cst.Import, cst.ImportFrom)):
+                    yield small, in_shim
+            continue
+        if not isinstance(stmt, cst.BaseCompoundStatement):
+            continue
+        shim = in_shim or is_shim(stmt, legacy_prefixes)
+        for block in _blocks(stmt):
+            # an indented block holds statements, a one-line suite small statements
+            yield from _import_statements(block.body, legacy_prefixes, shim)
+
+
+def _blocks(stmt):
+    """The statement blocks directly inside a compound statement (an ``elif`` counts as inside)."""
+    yield stmt.body
+    for handler in getattr(stmt, "handlers", ()):
+        yield handler.body
+    orelse = getattr(stmt, "orelse", None)
+    if isinstance(orelse, cst.If):
+        yield from _blocks(orelse)
+    elif orelse is not None:
+        yield orelse.body
+    final = getattr(stmt, "finalbody", None)
+    if final is not None:
+        yield final.body
+
+
+def _bindings(node: cst.Import | cst.ImportFrom):
+    """(module, bound name) for each name an import binds; ``*`` for a star import."""
+    if isinstance(node, cst.Import):
+        for alias in node.names:
+            dotted = code_of(alias.name)
+            yield dotted, alias.asname.name.value if alias.asname else dotted.split(".")[0]
+        return
+    if node.relative or node.module is None:
+        return
+    module = code_of(node.module)
+    if isinstance(node.names, cst.ImportStar):
+        yield module, "*"
+        return
+    for alias in node.names:
+        yield f"{module}.{code_of(alias.name)}", alias.asname.name.value if alias.asname else code_of(alias.name)
 
 
 def code_of(node: cst.CSTNode) -> str:
@@ -72,6 +125,8 @@ class ImportRequest:
 class FileContext:
     path: str
     wrapper: MetadataWrapper
+    roots: frozenset[str] = frozenset()
+    legacy_prefixes: tuple[str, ...] = ()
     no_comments: bool = False
     cell: int | None = None
     findings: list[Finding] = field(default_factory=list)
@@ -87,7 +142,9 @@ class FileContext:
     markers: dict[int, list[str]] = field(default_factory=dict)
     statement_stack: list[cst.CSTNode] = field(default_factory=list)
     import_bound: set[str] = field(default_factory=set)
+    shim_bound: set[str] = field(default_factory=set)
     star_import: bool = False
+    has_legacy_imports: bool = False
     # id(call) -> the one-statement line whose whole value the call is (filled by the engine)
     statement_for_call: dict[int, cst.SimpleStatementLine] = field(default_factory=dict)
 
@@ -97,6 +154,7 @@ class FileContext:
         self._qnames = self.wrapper.resolve(QualifiedNameProvider)
         self._positions = None
         self._scan_imports()
+        self._scan_bindings()
 
     # ----- name resolution -------------------------------------------------------------------
     def qualified_names(self, node: cst.CSTNode) -> set[str]:
@@ -108,21 +166,28 @@ class FileContext:
             value = value()
         return {q.name for q in value if q.source is QualifiedNameSource.IMPORT}
 
-    def note_import(self, node: cst.Import | cst.ImportFrom, roots: frozenset[str]) -> None:
-        """Remember the names bound by imports of interesting modules; only those get resolved."""
-        if isinstance(node, cst.Import):
-            for alias in node.names:
-                dotted = code_of(alias.name)
-                if dotted.split(".")[0] in roots:
-                    self.import_bound.add(alias.asname.name.value if alias.asname else dotted.split(".")[0])
-            return
-        if node.relative or node.module is None or code_of(node.module).split(".")[0] not in roots:
-            return
-        if isinstance(node.names, cst.ImportStar):
-            self.star_import = True
-            return
-        for alias in node.names:
-            self.import_bound.add(alias.asname.name.value if alias.asname else code_of(alias.name))
+    def _scan_bindings(self) -> None:
+        """Sort the names bound by imports of interesting modules before any rule runs: only those
+        get resolved. A legacy name bound only inside a compatibility shim (``try: import
+        torch_xla``) is never resolved: code using it runs only on the legacy stack and is kept.
+
+        Only statements are walked, never expressions, so this costs little next to the parse."""
+        for node, in_shim in _import_statements(self.module.body, self.legacy_prefixes, False):
+            for module, bound in _bindings(node):
+                if module.split(".")[0] not in self.roots:
+                    continue
+                is_legacy = any(module == p or module.startswith(p + ".") for p in self.legacy_prefixes)
+                if bound == "*":
+                    self.star_import = True
+                elif in_shim and is_legacy:
+                    self.shim_bound.add(bound)
+                else:
+                    self.import_bound.add(bound)
+                    self.has_legacy_imports = self.has_legacy_imports or is_legacy
+
+    def is_shim_name(self, node: cst.CSTNode) -> bool:
+        name = root_name(node)
+        return name in self.shim_bound and name not in self.import_bound
 
     def any_qualified_name(self, node: cst.CSTNode, names: set[str] | frozenset[str]) -> str | None:
         for name in self.qualified_names(node):
@@ -190,6 +255,10 @@ class FileContext:
     def note(self, message: str) -> None:
         """Describe the edit the current rule is making (defaults to the rule title)."""
         self._note.message = message
+
+    def confirm_safe(self) -> None:
+        """The edit being made is safe here even though the rule is usually reviewed."""
+        self._note.safety = SAFE
 
     def review(self, message: str) -> None:
         """Ask a human to check the edit being made: a review marker goes next to it."""

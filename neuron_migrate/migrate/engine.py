@@ -15,7 +15,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from neuron_migrate.migrate import imports as import_edits
-from neuron_migrate.migrate.context import FileContext, code_of
+from neuron_migrate.migrate.context import FileContext, code_of, root_name
 from neuron_migrate.report.model import Finding, Span
 from neuron_migrate.rules.base import Rule, RuleIndex, StatementReplacement, select_rules
 
@@ -52,6 +52,7 @@ class RulePlan:
     legacy_prefixes: tuple[str, ...]
     leftover: type[Rule] | None = None
     shim: type[Rule] | None = None
+    unused_import: type[Rule] | None = None
 
     @classmethod
     def build(cls, select=(), ignore=()) -> RulePlan:
@@ -64,6 +65,7 @@ class RulePlan:
             legacy_prefixes=LEGACY_MODULES,
             leftover=by_id.get(LEFTOVER_ID),
             shim=by_id.get(SHIM_ID),
+            unused_import=by_id.get(UNUSED_IMPORT_ID),
         )
 
     def triggers(self) -> tuple[bytes, ...]:
@@ -79,6 +81,7 @@ class RulePlan:
 
 LEFTOVER_ID = "NM100"
 SHIM_ID = "NM190"
+UNUSED_IMPORT_ID = "NM191"
 
 
 class MigrationTransformer(cst.CSTTransformer):
@@ -104,6 +107,10 @@ class MigrationTransformer(cst.CSTTransformer):
         self.pending_statements: dict[int, list[cst.BaseStatement]] = {}
         # id(updated line) -> its comment lines, for lines deleted at the block level
         self.deleted_lines: dict[int, list[cst.EmptyLine]] = {}
+        # quote characters of the f-strings around the current node, innermost last
+        self.fstring_quotes: list[str] = []
+        self.import_statements: list[cst.CSTNode] = []
+        self.shim_uses: set[int] = set()
 
     # ----- traversal ---------------------------------------------------------------------------
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -113,7 +120,10 @@ class MigrationTransformer(cst.CSTTransformer):
                 self._note_statement_call(node)
         if isinstance(node, (cst.Import, cst.ImportFrom)):
             self.import_depth += 1
-            self.ctx.note_import(node, self.roots)
+            if not self.shim_depth:
+                self.import_statements.append(self.ctx.statement_stack[-1])
+        elif isinstance(node, cst.FormattedString):
+            self.fstring_quotes.append(node.start[-1])
         elif isinstance(node, cst.Call):
             self.call_funcs.add(id(node.func))
         elif isinstance(node, cst.Attribute):
@@ -144,6 +154,8 @@ class MigrationTransformer(cst.CSTTransformer):
             result = self._apply(rule, hook, original, result)
         if isinstance(original, (cst.Import, cst.ImportFrom)):
             self.import_depth -= 1
+        elif isinstance(original, cst.FormattedString):
+            self.fstring_quotes.pop()
         if self.shims and self.shims[-1] is original:
             self.shims.pop()
             self.shim_depth -= 1
@@ -185,6 +197,9 @@ class MigrationTransformer(cst.CSTTransformer):
             if isinstance(result, StatementReplacement):
                 result = self._schedule_statement(original, updated, result)
             changed = result is not updated
+            if changed and self.fstring_quotes and not isinstance(result, _Scheduled):
+                result = self._fit_into_fstring(original, updated, result)
+                changed = result is not updated
             if changed and self.ctx.is_suppressed(meta.id, original):
                 self.ctx.record_suppressed(meta, original)
                 self.handled_spans.append(self.ctx.span(original))
@@ -200,6 +215,20 @@ class MigrationTransformer(cst.CSTTransformer):
             return result
         finally:
             self.ctx.end()
+
+    def _fit_into_fstring(self, original, updated, result):
+        """Before Python 3.12 an f-string's expressions cannot reuse its quote character: re-quote
+        the replacement's strings, or leave the site to a human when that is not possible."""
+        enclosing = self.fstring_quotes[:-1] if isinstance(original, cst.FormattedString) else self.fstring_quotes
+        if not enclosing or not isinstance(result, cst.BaseExpression):
+            return result
+        banned = set(enclosing)
+        result = result.visit(_Requote(banned))
+        text = code_of(result)
+        if not banned.intersection(text) and "\\" not in text:
+            return result
+        self.ctx.manual(original, "sits inside an f-string whose quotes the replacement needs; rewrite it by hand")
+        return updated
 
     def _schedule_statement(self, original, updated, replacement: StatementReplacement):
         if isinstance(original, cst.SimpleStatementLine):
@@ -241,7 +270,7 @@ class MigrationTransformer(cst.CSTTransformer):
 
     def _replace_line(self, line: cst.SimpleStatementLine, statements: list[cst.BaseStatement]):
         if not statements:
-            self.deleted_lines[id(line)] = [l for l in line.leading_lines if l.comment is not None]
+            self.deleted_lines[id(line)] = list(line.leading_lines)
             return line
         first = statements[0]
         statements = [first.with_changes(leading_lines=[*line.leading_lines, *first.leading_lines]), *statements[1:]]
@@ -260,11 +289,11 @@ class MigrationTransformer(cst.CSTTransformer):
                 carried.extend(self.deleted_lines.pop(id(stmt)))
                 continue
             if carried:
-                stmt = stmt.with_changes(leading_lines=[*carried, *stmt.leading_lines])
+                stmt = stmt.with_changes(leading_lines=_merge_lines(carried, stmt.leading_lines))
                 carried = []
             body.append(stmt)
         if carried:
-            footer = [*carried, *block.footer]
+            footer = _merge_lines([line for line in carried if line.comment is not None], block.footer)
             return block.with_changes(body=body, footer=footer)
         return block.with_changes(body=body)
 
@@ -272,6 +301,9 @@ class MigrationTransformer(cst.CSTTransformer):
         if self.import_depth or id(node) in self.inner_attrs or not self.ctx.statement_stack:
             return
         if self.shim_depth:
+            return
+        if self.ctx.shim_bound and self.ctx.is_shim_name(node):
+            self._report_shim_use(node)
             return
         for qname in self.ctx.qualified_names(node):
             if qname.startswith(self.legacy_prefixes):
@@ -310,6 +342,17 @@ class MigrationTransformer(cst.CSTTransformer):
     def _is_shim(self, node: cst.CSTNode) -> bool:
         return import_edits.is_shim(node, self.legacy_prefixes)
 
+    def _report_shim_use(self, node: cst.CSTNode) -> None:
+        statement = self.ctx.statement_stack[-1]
+        if self.shim_rule is None or id(statement) in self.shim_uses:
+            return
+        self.shim_uses.add(id(statement))
+        self.ctx.begin(self.shim_rule.meta)
+        try:
+            self.ctx.report(node, self.shim_rule.USE_MESSAGE.format(name=root_name(node)))
+        finally:
+            self.ctx.end()
+
     def _report_shim(self, node: cst.CSTNode) -> None:
         if self.shim_rule is None:
             return
@@ -327,11 +370,37 @@ def _answered_for(node: cst.CSTNode) -> cst.CSTNode:
     return node.func if isinstance(node, cst.Call) else node
 
 
+class _Requote(cst.CSTTransformer):
+    def __init__(self, banned: set[str]) -> None:
+        super().__init__()
+        self.banned = banned
+
+    def leave_SimpleString(self, original, updated: cst.SimpleString) -> cst.SimpleString:
+        quote = updated.quote
+        if quote[0] not in self.banned:
+            return updated
+        other = "'" if quote[0] == '"' else '"'
+        body = updated.value[len(updated.prefix) + len(quote) : -len(quote)]
+        if other in self.banned or other in body:
+            return updated
+        new_quote = other * len(quote)
+        return updated.with_changes(value=f"{updated.prefix}{new_quote}{body}{new_quote}")
+
+
 @dataclass
 class _Scheduled:
     line: cst.SimpleStatementLine
     statements: list[cst.BaseStatement]
     after: str
+
+
+def _merge_lines(carried: list[cst.EmptyLine], own) -> list[cst.EmptyLine]:
+    """A deleted line's comments move to the next statement; its blank lines only when that
+    statement has none of its own, so deleting never glues paragraphs together nor doubles gaps."""
+    own = list(own)
+    if any(line.comment is None for line in own):
+        carried = [line for line in carried if line.comment is not None]
+    return [*carried, *own]
 
 
 def _with_comments(node, comments: list[str]):
@@ -362,18 +431,44 @@ def migrate_python(
     and :class:`InternalError` when the rewrite would not parse."""
     module = cst.parse_module(source)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    ctx = FileContext(path=path, wrapper=wrapper, no_comments=no_comments, cell=cell)
+    ctx = FileContext(
+        path=path,
+        wrapper=wrapper,
+        roots=plan.roots,
+        legacy_prefixes=plan.legacy_prefixes,
+        no_comments=no_comments,
+        cell=cell,
+    )
     transformer = MigrationTransformer(ctx, plan)
     new_module = wrapper.module.visit(transformer)
     changed = any(f.applied and not f.suppressed for f in ctx.findings)
-    if changed:
-        new_module = import_edits.remove_unused_legacy_imports(new_module, plan.legacy_prefixes)
+    if changed or ctx.has_legacy_imports:
+        new_module, removed = import_edits.remove_unused_legacy_imports(new_module, plan.legacy_prefixes)
+        _report_removed_imports(ctx, plan, transformer.import_statements, removed)
+        changed = changed or bool(removed)
     if ctx.imports_needed and changed:
         new_module = import_edits.add_imports(new_module, [r.statement() for r in ctx.imports_needed.values()])
     code = new_module.code
     if code != source:
         _check_parses(code, path, ctx.findings)
     return PythonResult(source=source, code=code, findings=ctx.findings)
+
+
+def _report_removed_imports(ctx: FileContext, plan: RulePlan, statements, removed: list[str]) -> None:
+    rule = plan.unused_import
+    if rule is None:
+        return
+    for text in removed:
+        module = text.split()[1]
+        statement = next((s for s in statements if module in code_of(s)), None)
+        if statement is None:
+            continue
+        ctx.begin(rule.meta)
+        try:
+            ctx.note(f"`{text}` removed: nothing uses it after the migration")
+            ctx.finish_edit(rule.meta, statement, "")
+        finally:
+            ctx.end()
 
 
 def _check_parses(code: str, path: str, findings: list[Finding]) -> None:

@@ -152,6 +152,7 @@ class _LegacyImportRemover(cst.CSTTransformer):
         self.used = used
         self.legacy_prefixes = legacy_prefixes
         self.is_shim = is_shim
+        self.removed: list[str] = []
 
     def visit_Try(self, node: cst.Try) -> bool:
         return not self.is_shim(node)
@@ -167,6 +168,7 @@ class _LegacyImportRemover(cst.CSTTransformer):
             # A side-effect import such as "import torch_xla.distributed.xla_backend" goes too: it
             # only registered things on the legacy stack.
             if _is_legacy(dotted, self.legacy_prefixes) and bound not in self.used:
+                self.removed.append(f"import {code_of(alias.name)}{_as(alias)}")
                 continue
             keep.append(alias)
         return _rebuild(updated, keep)
@@ -176,8 +178,17 @@ class _LegacyImportRemover(cst.CSTTransformer):
             return updated
         if not _is_legacy(code_of(updated.module), self.legacy_prefixes):
             return updated
-        keep = [a for a in updated.names if (a.asname.name.value if a.asname else code_of(a.name)) in self.used]
+        keep = []
+        for alias in updated.names:
+            if (alias.asname.name.value if alias.asname else code_of(alias.name)) in self.used:
+                keep.append(alias)
+            else:
+                self.removed.append(f"from {code_of(updated.module)} import {code_of(alias.name)}{_as(alias)}")
         return _rebuild(updated, keep)
+
+
+def _as(alias: cst.ImportAlias) -> str:
+    return f" as {alias.asname.name.value}" if alias.asname else ""
 
 
 def _rebuild(node, keep):
@@ -189,9 +200,10 @@ def _rebuild(node, keep):
     return node.with_changes(names=keep)
 
 
-def remove_unused_legacy_imports(module: cst.Module, legacy_prefixes: tuple[str, ...]) -> cst.Module:
+def remove_unused_legacy_imports(module: cst.Module, legacy_prefixes: tuple[str, ...]) -> tuple[cst.Module, list[str]]:
+    """Drop legacy imports nothing reads any more; returns the module and the removed imports as code."""
     if not legacy_prefixes:
-        return module
+        return module, []
     remover = _LegacyImportRemover(_NameUses(module), legacy_prefixes, lambda n: is_shim(n, legacy_prefixes))
     cleaned = module.visit(remover)
     if cleaned.body and module.body and cleaned.body[0] is not module.body[0]:
@@ -201,7 +213,7 @@ def remove_unused_legacy_imports(module: cst.Module, legacy_prefixes: tuple[str,
         while lines and lines[0].comment is None:
             lines.pop(0)
         cleaned = cleaned.with_changes(body=[first.with_changes(leading_lines=lines), *cleaned.body[1:]])
-    return cleaned
+    return cleaned, remover.removed
 
 
 # Guards that mean "this branch only runs on the legacy stack"; the code inside is reported once
@@ -233,7 +245,17 @@ def add_imports(module: cst.Module, statements: list[str]) -> cst.Module:
     new = [cst.parse_statement(s + "\n") for s in sorted(set(statements))]
     body = list(module.body)
     position = _insert_position(body)
-    return module.with_changes(body=[*body[:position], *new, *body[position:]])
+    rest = body[position:]
+    if rest and not _is_import_line(rest[0]) and not any(line.comment is None for line in rest[0].leading_lines):
+        # Keep the import block visually apart from the code it now sits on (PEP 8: two lines
+        # before a top-level def or class).
+        gap = 2 if isinstance(rest[0], (cst.FunctionDef, cst.ClassDef)) else 1
+        rest[0] = rest[0].with_changes(leading_lines=[*[cst.EmptyLine()] * gap, *rest[0].leading_lines])
+    return module.with_changes(body=[*body[:position], *new, *rest])
+
+
+def _is_import_line(stmt) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
 
 
 def _insert_position(body) -> int:

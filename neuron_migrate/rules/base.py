@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, ClassVar
 
 from neuron_migrate.report.model import MANUAL, REVIEW, RISK_TAGS, SAFE, SAFETIES
 
-import libcst as cst
-
 if TYPE_CHECKING:
+    import libcst as cst
+
     from neuron_migrate.migrate.context import FileContext
 
 __all__ = [

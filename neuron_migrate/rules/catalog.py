@@ -77,6 +77,8 @@ def close_ids(text: str, limit: int = 5) -> list[str]:
 
 def unknown_selectors(selectors) -> list[str]:
     """The ``--select``/``--ignore`` entries that match no rule id as an id or a prefix."""
+    if not selectors:
+        return []
     ids = [rule.meta.id for rule in all_rules()]
     bad = []
     for selector in selectors:

@@ -485,7 +485,7 @@ class XlaRuntimeEnvVars(_EnvVarRule):
                 'os.environ["OMP_NUM_THREADS"] = "8"\n'
             ),
             after=(
-                "import os\n"
+                "import os\n\n"
                 'os.environ["OMP_NUM_THREADS"] = "8"\n'
             ),
         ),

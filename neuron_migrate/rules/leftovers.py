@@ -6,7 +6,7 @@ reference to a legacy module that survives the rewrite gets a TODO marker and a 
 
 from __future__ import annotations
 
-from neuron_migrate.rules.base import MANUAL, Example, Rule, RuleMeta, register
+from neuron_migrate.rules.base import MANUAL, SAFE, Example, Rule, RuleMeta, register
 
 DOCS_NATIVE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 
@@ -78,3 +78,28 @@ class CompatibilityShim(Rule):
     )
 
     MESSAGE = "compatibility shim for the legacy stack kept as is; remove the legacy branch when you drop it"
+    USE_MESSAGE = "uses `{name}`, which only a compatibility shim imports; kept as is for the legacy stack"
+
+
+@register
+class UnusedLegacyImport(Rule):
+    """Imports of legacy modules that nothing reads after the migration, side-effect ones included."""
+
+    meta = RuleMeta(
+        "NM191",
+        "unused legacy import removed",
+        safety=SAFE,
+        summary=(
+            "torch_xla is not installed next to TorchNeuron, so an import of it that nothing uses any more "
+            "(or that only registered the XLA backend) would fail at start-up."
+        ),
+        docs=(DOCS_NATIVE,),
+        example=Example(
+            before=(
+                "import torch\n"
+                "import torch_xla.distributed.xla_backend  # registers the xla process-group backend\n\n"
+                "x = torch.ones(2)\n"
+            ),
+            after="import torch\n\nx = torch.ones(2)\n",
+        ),
+    )

@@ -62,7 +62,7 @@ class XlaMetricsToNeuron(Rule):
                 "print(met.metrics_report())\n"
             ),
             after=(
-                "import torch_neuronx.metrics\n"
+                "import torch_neuronx.metrics\n\n"
                 f"# neuron-migrate(NM160): {_NAMES_DIFFER}\n"
                 "print(torch_neuronx.metrics.report())\n"
             ),

@@ -253,6 +253,15 @@ class XlaDeviceString(Rule):
         if node.default is not None and node.name.value in DEVICE_KEYWORDS:
             self._mark(node.default)
 
+    def visit_Assign(self, node: cst.Assign) -> None:
+        # ``device = "xla"`` then ``.to(device)``: the style of the AWS samples.
+        if any(names_a_device(target.target) for target in node.targets):
+            self._mark(node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None and names_a_device(node.target):
+            self._mark(node.value)
+
     def visit_Comparison(self, node: cst.Comparison) -> None:
         operands = [node.left, *(target.comparator for target in node.comparisons)]
         for i, target in enumerate(node.comparisons):
@@ -351,7 +360,7 @@ class RuntimeDeviceQueries(Rule):
                 "cores = xr.local_device_count()\n"
             ),
             after=(
-                "import torch\n"
+                "import torch\n\n"
                 'kind = "neuron"\n'
                 f"# neuron-migrate(NM104): {_DEVICE_COUNT_REVIEW}\n"
                 "cores = torch.neuron.device_count()\n"
@@ -441,7 +450,7 @@ class InitializeCacheToEnv(Rule):
                 'xr.initialize_cache("/var/cache/neff")\n'
             ),
             after=(
-                "import os\n"
+                "import os\n\n"
                 "# neuron-migrate(NM105): must run before anything compiles (safest: before `import torch`)\n"
                 'os.environ["TORCH_NEURONX_NEFF_CACHE_DIR"] = "/var/cache/neff"\n'
             ),

@@ -345,7 +345,7 @@ class RankFromEnvironment(InsideFStrings):
                 "world_size = xr.world_size()\n"
             ),
             after=(
-                "import os\n"
+                "import os\n\n"
                 'rank = int(os.environ.get("RANK", "0"))\n'
                 'world_size = int(os.environ.get("WORLD_SIZE", "1"))\n'
             ),
@@ -388,7 +388,7 @@ class MasterOrdinalFromEnvironment(InsideFStrings):
                 "is_global_master = xm.is_master_ordinal(local=False)\n"
             ),
             after=(
-                "import os\n"
+                "import os\n\n"
                 'if int(os.environ.get("LOCAL_RANK", "0")) == 0:\n'
                 "    writer = make_writer()\n"
                 'is_global_master = int(os.environ.get("RANK", "0")) == 0\n'
@@ -508,7 +508,7 @@ class RendezvousToBarrier(DistributedRule):
                 'xm.rendezvous("checkpoint_saved")\n'
             ),
             after=(
-                "import torch.distributed as dist\n"
+                "import torch.distributed as dist\n\n"
                 "if dist.is_initialized():\n"
                 "    dist.barrier()\n"
             ),
@@ -633,7 +633,7 @@ class ReduceConstantToReduceOp(DistributedRule):
                 "OPS = {\"total\": xm.REDUCE_SUM, \"peak\": xm.REDUCE_MAX}\n"
             ),
             after=(
-                "import torch.distributed as dist\n"
+                "import torch.distributed as dist\n\n"
                 "OPS = {\"total\": dist.ReduceOp.SUM, \"peak\": dist.ReduceOp.MAX}\n"
             ),
         ),
@@ -664,7 +664,7 @@ class AllReduceToDist(DistributedRule):
                 "total = xm.all_reduce(xm.REDUCE_SUM, loss, scale=1.0 / world_size)\n"
             ),
             after=(
-                "import torch.distributed as dist\n"
+                "import torch.distributed as dist\n\n"
                 "# neuron-migrate(NM125): xm.all_reduce returned a new tensor for one input; "
                 "check `loss` is not a list\n"
                 "total = loss.clone()\n"
@@ -774,7 +774,7 @@ class AllGatherToAllGatherSingle(DistributedRule):
                 "all_preds = xm.all_gather(preds)\n"
             ),
             after=(
-                "import torch.distributed as dist\n"
+                "import torch.distributed as dist\n\n"
                 "# neuron-migrate(NM126): all_gather_single needs one tensor of the same shape on every "
                 "rank (xm.all_gather also took lists)\n"
                 "if dist.is_initialized():\n"
@@ -1033,7 +1033,7 @@ class SaveToTorchSave(DistributedRule):
             ),
             after=(
                 "import os\n"
-                "import torch\n"
+                "import torch\n\n"
                 "# neuron-migrate(NM130): xm.save moved tensors to CPU first; load with "
                 '`map_location="cpu"` or save a CPU copy of the state\n'
                 'if int(os.environ.get("LOCAL_RANK", "0")) == 0:\n'
@@ -1090,7 +1090,7 @@ class SeedToTorchManualSeed(DistributedRule):
                 "xm.set_rng_state(args.seed)\n"
             ),
             after=(
-                "import torch\n"
+                "import torch\n\n"
                 "torch.manual_seed(args.seed)\n"
             ),
         ),

@@ -326,13 +326,13 @@ class OptimizerStep(Rule):
     """``xm.optimizer_step(opt)`` was ``reduce_gradients(opt)`` + ``opt.step()``: the cross-replica
     gradient all-reduce must come from DDP/FSDP on TorchNeuron (api-map 3.1; Neuron distributed guide).
 
-    Safe when the file wraps its model in DDP/FSDP; otherwise the edit carries a review marker.
+    Reviewed by default; safe when the file wraps its model in DDP/FSDP, which does the averaging.
     """
 
     meta = RuleMeta(
         "NM113",
         "xm.optimizer_step(opt) -> opt.step()",
-        safety=SAFE,
+        safety=REVIEW,
         risks=frozenset({"collectives"}),
         summary=(
             "xm.optimizer_step also averaged gradients across ranks; that now comes from "
@@ -379,6 +379,8 @@ class OptimizerStep(Rule):
             )
         elif not data_parallel_visible(self.ctx):
             self.ctx.review(self.NO_WRAPPER)
+        else:
+            self.ctx.confirm_safe()
         return new
 
     @staticmethod

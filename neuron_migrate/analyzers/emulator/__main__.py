@@ -1,0 +1,40 @@
+"""``python -m neuron_migrate.analyzers.emulator [-m MODULE | SCRIPT] [ARGS...]``: run a program on the emulator.
+
+This is what ``neuron-migrate emulate`` starts (once, or once per rank under torchrun). The program runs as
+``python`` would run it: ``sys.argv``, ``__main__``, ``sys.path[0]`` and the exit status are the same.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+
+
+def main(argv: list[str]) -> None:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.strip(), file=sys.stderr)
+        raise SystemExit(2)
+    from neuron_migrate.analyzers.emulator import RealDeviceAvailable, activate
+
+    try:
+        activate()
+    except RealDeviceAvailable as exc:
+        print(f"neuron-migrate emulate: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    if argv[0] == "-m":
+        if len(argv) < 2:
+            print("neuron-migrate emulate: -m needs a module name", file=sys.stderr)
+            raise SystemExit(2)
+        sys.argv = [argv[1], *argv[2:]]
+        sys.path.insert(0, os.getcwd())
+        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+    else:
+        script = argv[0]
+        sys.argv = [script, *argv[1:]]
+        sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+        runpy.run_path(script, run_name="__main__")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,156 @@
+"""Turn the PrivateUse1 slot of this process's PyTorch into the emulated ``neuron`` device."""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+
+from neuron_migrate.analyzers.emulator import autocast, device_module
+from neuron_migrate.analyzers.emulator import tensor as _tensor
+from neuron_migrate.analyzers.emulator.tensor import NeuronTensor
+
+_libraries = []
+
+
+class _Hooks(torch._C._acc.PrivateUse1Hooks):
+    def is_available(self) -> bool:
+        return True
+
+    def has_primary_context(self, dev_id) -> bool:
+        return True
+
+    def is_built(self) -> bool:
+        return True
+
+
+class _Guard(torch._C._acc.DeviceGuard):
+    def type_(self):
+        return torch._C._autograd.DeviceType.PrivateUse1
+
+
+def _payload(t):
+    return t._payload if isinstance(t, NeuronTensor) else t
+
+
+def _device_of(device):
+    # one emulated core per process: see device_module.current_device
+    return _tensor._state["device"]
+
+
+# Factory kernels: calls such as torch.empty(..., device="neuron") carry no tensor, so they reach the PrivateUse1
+# key instead of the wrapper's dispatch. Everything else decomposes into these plus ops on wrappers.
+def _empty(size, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    payload = torch.empty(size, dtype=dtype, layout=layout, device="cpu", memory_format=memory_format)
+    return NeuronTensor(payload, _device_of(device))
+
+
+def _empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory=None):
+    payload = torch.empty_strided(size, stride, dtype=dtype, layout=layout, device="cpu")
+    return NeuronTensor(payload, _device_of(device))
+
+
+def _copy_from(self, dst, non_blocking=False):
+    _payload(dst).copy_(_payload(self))
+    return dst
+
+
+def _copy_from_and_resize(self, dst):
+    _payload(dst).resize_(self.shape).copy_(_payload(self))
+    return dst
+
+
+def _register_kernels() -> None:
+    lib = torch.library.Library("aten", "IMPL")
+    for name, fn in (
+        ("empty.memory_format", _empty),
+        ("empty_strided", _empty_strided),
+        ("_copy_from", _copy_from),
+        ("_copy_from_and_resize", _copy_from_and_resize),
+    ):
+        lib.impl(name, fn, "PrivateUse1")
+    _libraries.append(lib)
+
+
+class _GeneratorType(type(torch._C.Generator)):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, torch._C.Generator)
+
+    def __subclasscheck__(cls, sub):
+        return issubclass(sub, torch._C.Generator)
+
+
+class Generator(torch._C.Generator, metaclass=_GeneratorType):
+    """``torch.Generator(device="neuron")``: a CPU generator, the one the payload ops draw from."""
+
+    def __new__(cls, device="cpu"):
+        return torch._C.Generator.__new__(cls, "cpu")
+
+    def __init__(self, device="cpu"):
+        pass
+
+
+def _is_neuron(location) -> bool:
+    if isinstance(location, str):
+        return location.split(":")[0] == "neuron"
+    return isinstance(location, torch.device) and location.type == "neuron"
+
+
+def _patch_load() -> None:
+    """``torch.load(map_location="neuron")``: load on the host, then move; storages cannot go to the device."""
+    original = torch.load
+
+    def load(f, map_location=None, *args, **kwargs):
+        if not _is_neuron(map_location):
+            return original(f, map_location, *args, **kwargs)
+        loaded = original(f, "cpu", *args, **kwargs)
+        return _move(loaded, torch.device(map_location))
+
+    load.__doc__ = original.__doc__
+    load.__wrapped__ = original
+    torch.load = load
+
+
+def _move(obj, device):
+    if isinstance(obj, torch.Tensor):
+        moved = obj.to(device)
+        if isinstance(obj, torch.nn.Parameter):
+            moved = torch.nn.Parameter(moved, requires_grad=obj.requires_grad)
+        return moved
+    if isinstance(obj, dict):
+        return type(obj)((k, _move(v, device)) for k, v in obj.items()) if type(obj) is not dict else {
+            k: _move(v, device) for k, v in obj.items()
+        }
+    if isinstance(obj, list):
+        return [_move(v, device) for v in obj]
+    if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
+        return tuple(_move(v, device) for v in obj)
+    return obj
+
+
+def _keep_dynamo_out() -> None:
+    """The dispatch must never be compiled itself: code resumed after a graph break runs under dynamo's frame
+    hook, and would otherwise try to trace the emulator (and recompile it over and over)."""
+    import torch._dynamo
+
+    dispatch = torch._dynamo.disable(NeuronTensor.__dict__["__torch_dispatch__"].__func__, recursive=True)
+    NeuronTensor.__torch_dispatch__ = classmethod(dispatch)
+
+
+def install() -> None:
+    torch.utils.rename_privateuse1_backend("neuron")
+    torch._register_device_module("neuron", device_module)
+    torch._C._acc.register_python_privateuseone_hook(_Hooks())
+    torch._C._acc.register_python_privateuseone_device_guard(_Guard())
+    torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=False)
+    _tensor._state["device"] = torch.device("neuron", 0)
+    _register_kernels()
+    autocast.install()
+    torch.Generator = Generator
+    _patch_load()
+    _keep_dynamo_out()
+    from neuron_migrate.analyzers.emulator import compiler, distributed
+
+    compiler.install()
+    distributed.install()
+    sys.modules.setdefault("torch.neuron", device_module)

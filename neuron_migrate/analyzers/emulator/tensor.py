@@ -1,0 +1,260 @@
+"""The tensor type behind the emulated ``neuron`` device.
+
+A ``NeuronTensor`` is a wrapper subclass: PyTorch sees a tensor on ``neuron:N`` with its own sizes, strides and
+autograd state, while the numbers live in a plain CPU tensor, the payload. Every aten op that reaches the wrapper
+is run on the payloads and the results are wrapped again, so autograd, optimizers and modules work unchanged.
+
+The wrapper is *traceable* (``__tensor_flatten__``): dynamo and AOTAutograd see through it, which is what lets
+``torch.compile`` capture graphs of neuron tensors.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+
+aten = torch.ops.aten
+
+# The device every new wrapper reports; ``torch.neuron.set_device`` moves it.
+_state = {"device": None}
+
+# Ops that legitimately take tensors from two devices: copies, and indexing with host index tensors (CUDA allows
+# both too). Every other op mixing a neuron tensor with a non-scalar CPU tensor fails as it would on hardware.
+_MIXED_DEVICE_OK = {
+    aten.copy_.default,
+    aten._to_copy.default,
+    aten._copy_from.default,
+    aten._copy_from_and_resize.default,
+    aten.index.Tensor,
+    aten.index_put_.default,
+    aten.index_put.default,
+    aten._index_put_impl_.default,
+    aten.set_.source_Tensor,
+    aten.set_.source_Storage_storage_offset,
+}
+
+# per op: does it hand back (some of) its inputs, so outputs must map back to the input wrappers?
+_returns_inputs: dict = {}
+
+
+def current_device() -> torch.device:
+    return _state["device"]
+
+
+def _returns_inputs_of(func) -> bool:
+    flag = _returns_inputs.get(func)
+    if flag is None:
+        schema = func._schema
+        flag = schema.is_mutable or func.namespace == "c10d" or any(
+            r.alias_info is not None for r in schema.returns
+        )
+        _returns_inputs[func] = flag
+    return flag
+
+
+def _device_error(func) -> RuntimeError:
+    return RuntimeError(
+        f"Expected all tensors to be on the same device, but found at least two devices, {_state['device']} and cpu! "
+        f"(when running {func.name()} on the emulated neuron device)"
+    )
+
+
+class NeuronTensor(torch.Tensor):
+    """A tensor on the emulated neuron device; ``_payload`` is the CPU tensor holding its values."""
+
+    _payload: torch.Tensor
+
+    @staticmethod
+    def __new__(cls, payload: torch.Tensor, device: torch.device | None = None):
+        wrapper = torch.Tensor._make_wrapper_subclass(
+            cls,
+            payload.size(),
+            strides=payload.stride(),
+            storage_offset=payload.storage_offset(),
+            dtype=payload.dtype,
+            layout=payload.layout,
+            device=device or _state["device"],
+            requires_grad=False,
+        )
+        wrapper._payload = payload
+        return wrapper
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    def __tensor_flatten__(self):
+        return ["_payload"], None
+
+    @staticmethod
+    def __tensor_unflatten__(inner, meta, outer_size, outer_stride):
+        return NeuronTensor(inner["_payload"])
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        return _dispatch(func, args, kwargs)
+
+    # --- Python-level behaviour a wrapper would otherwise get wrong -------------------------------------------
+
+    def __repr__(self, *, tensor_contents=None):
+        text = repr(self._payload)
+        head, _, tail = text.rpartition(")")
+        extra = f", device='{self.device}'"
+        if self.grad_fn is not None:
+            extra += f", grad_fn=<{type(self.grad_fn).__name__}>"
+        elif self.requires_grad:
+            extra += ", requires_grad=True"
+        head = head.replace(", requires_grad=True", "")
+        head = head.split(", grad_fn=")[0]
+        return head + extra + ")" + tail
+
+    def tolist(self):
+        return self._payload.tolist()
+
+    def numpy(self, *, force=False):
+        raise TypeError(
+            f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host "
+            "memory first."
+        )
+
+    def __reduce_ex__(self, protocol):
+        # pickled (torch.save, multiprocessing) as the host tensor it holds, as a real device saves after a copy
+        return self._payload.detach().__reduce_ex__(protocol)
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        clone = NeuronTensor(copy.deepcopy(self._payload.detach(), memo), self.device)
+        if self.requires_grad:
+            clone.requires_grad_(True)
+        if getattr(self, "_is_param", False):
+            clone._is_param = True
+        if self.grad is not None:
+            clone.grad = copy.deepcopy(self.grad, memo)
+        memo[id(self)] = clone
+        return clone
+
+    def _tracing(self) -> bool:
+        return torch.compiler.is_compiling() or isinstance(self._payload, torch._subclasses.FakeTensor)
+
+    def untyped_storage(self):
+        # safetensors and transformers compare storages to find tied weights: answer with the payload's
+        if self._tracing():
+            return super().untyped_storage()
+        return self._payload.untyped_storage()
+
+    def data_ptr(self):
+        if self._tracing():
+            return super().data_ptr()
+        return self._payload.data_ptr()
+
+    @property
+    def data(self):
+        return torch.Tensor.data.__get__(self)
+
+    @data.setter
+    def data(self, value):
+        # `param.data = t` swaps the C++ metadata only; the payload must follow or the old values stay in use
+        torch.Tensor.data.__set__(self, value)
+        if isinstance(value, NeuronTensor):
+            self._payload = value._payload
+        else:
+            self._payload = value
+
+
+def _relabel_fake(t):
+    """A fake tensor made for device neuron by a tracer's factory call becomes a CPU fake, like payloads are."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    if isinstance(t, FakeTensor) and t.fake_device.type != "cpu":
+        with t.fake_mode:
+            return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="cpu")
+    return t
+
+
+def _unwrap(x, func, state):
+    t = type(x)
+    if t is NeuronTensor:
+        return x._payload
+    if t is list or t is tuple:
+        return t(_unwrap(v, func, state) for v in x)
+    if isinstance(x, torch.Tensor):
+        if isinstance(x, NeuronTensor):
+            return x._payload
+        dev = x.device.type
+        if dev == "cpu":
+            if x.dim() > 0 and state["strict"] and func not in _MIXED_DEVICE_OK:
+                raise _device_error(func)
+            return x
+        if dev == _state["device"].type:
+            return _relabel_fake(x)
+        return x
+    if t is torch.device and x.type == _state["device"].type:
+        state["to_device"] = True
+        return _CPU
+    return x
+
+
+_CPU = torch.device("cpu")
+_settings = {"strict": True}
+
+
+def _wrap(x, originals):
+    if isinstance(x, torch.Tensor):
+        if originals is not None:
+            original = originals.get(id(x))
+            if original is not None:
+                return original
+        return NeuronTensor(x)
+    t = type(x)
+    if t is list or t is tuple:
+        return t(_wrap(v, originals) for v in x)
+    return x
+
+
+def _dispatch(func, args, kwargs):
+    special = _SPECIAL.get(func)
+    if special is not None:
+        return special(func, args, kwargs or {})
+    state = {"strict": _settings["strict"], "to_device": False}
+    cpu_args = tuple(_unwrap(a, func, state) for a in args)
+    cpu_kwargs = {k: _unwrap(v, func, state) for k, v in kwargs.items()} if kwargs else {}
+    out = func(*cpu_args, **cpu_kwargs)
+    originals = None
+    if _returns_inputs_of(func):
+        originals = {}
+        _collect(args, cpu_args, originals)
+        if kwargs:
+            for key, value in kwargs.items():
+                _collect((value,), (cpu_kwargs[key],), originals)
+    return _wrap(out, originals)
+
+
+def _collect(wrapped, unwrapped, into):
+    for w, u in zip(wrapped, unwrapped):
+        if isinstance(w, NeuronTensor):
+            into[id(u)] = w
+        elif type(w) in (list, tuple):
+            _collect(w, u, into)
+
+
+def _to_copy(func, args, kwargs):
+    """``.to(...)``: to the host gives a plain CPU tensor; anything else stays on the neuron device."""
+    (self,) = args
+    device = kwargs.get("device")
+    source = self._payload if isinstance(self, NeuronTensor) else self
+    target = torch.device(device) if device is not None else self.device
+    cpu_kwargs = dict(kwargs)
+    cpu_kwargs["device"] = _CPU
+    if target.type == "cpu":
+        return func(source, **cpu_kwargs)
+    return NeuronTensor(func(source, **cpu_kwargs))
+
+
+def _scalar(func, args, kwargs):
+    return func(args[0]._payload)
+
+
+_SPECIAL = {
+    aten._to_copy.default: _to_copy,
+    aten._local_scalar_dense.default: _scalar,
+}
