@@ -290,9 +290,12 @@ class FileContext:
         if safety == MANUAL:
             safety = REVIEW
         message = note.message or meta.title
-        self._record(meta, original, message, safety, applied=True, after=after, fix=note.fix)
+        review = note.review or meta.summary or meta.title
+        # For a reviewed edit the "fix" is what the reviewer has to check; renderers show it.
+        fix = note.fix or (review if safety == REVIEW else "")
+        self._record(meta, original, message, safety, applied=True, after=after, fix=fix)
         if safety == REVIEW:
-            self._mark(f"# neuron-migrate({meta.id}): {note.review or meta.summary or meta.title}")
+            self._mark(f"# neuron-migrate({meta.id}): {review}")
 
     def end(self) -> None:
         self._rule = None

@@ -247,7 +247,7 @@ def checklist(report: Report) -> str:
             parts.append(f'<p class="muted">{esc(RISK_GUIDANCE[tag])}</p>')
         items = "".join(
             f"<li><label><input type=\"checkbox\"> <code>{esc(location(f))}</code> {esc(f.rule)} "
-            f"{badge(f.safety)} {prose(f.message)}</label></li>"
+            f"{badge(f.safety)} {prose(f.message)}{fix_line(f)}</label></li>"
             for f in findings
         )
         parts.append(f'<ul class="checks">{items}</ul>')

@@ -109,7 +109,11 @@ def checklist(report: Report) -> str:
     lines = ["### Reviewer checklist"]
     for tag, findings in groups.items():
         lines += ["", f"**{tag}**: {RISK_GUIDANCE[tag]}" if tag in RISK_GUIDANCE else f"**{tag}**", ""]
-        lines += [f"- [ ] {code(location(f))} {f.rule} ({f.safety}): {text(f.message)}" for f in findings]
+        lines += [
+            f"- [ ] {code(location(f))} {f.rule} ({f.safety}): {text(f.message)}"
+            + (f" Check: {text(f.fix)}" if f.fix else "")
+            for f in findings
+        ]
     return "\n".join(lines)
 
 
