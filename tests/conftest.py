@@ -33,3 +33,7 @@ def migrate(plan):
         return migrate_python(source, path, plan, **kwargs)
 
     return run
+
+
+# --- the emulated neuron device (tests/test_emulator_*.py) -----------------------------------------------------
+from neuron_migrate.analyzers.emulator.pytest_plugin import neuron_emulator  # noqa: E402,F401

@@ -5,7 +5,8 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from neuron_migrate.rules.xla_step import bind_args, inline_lambda, keyword, with_args
+from neuron_migrate.rules.calls import UNKNOWN, bind_args, literal, new_keyword
+from neuron_migrate.rules.xla_step import inline_lambda, with_args
 
 
 def _call(code: str) -> cst.Call:
@@ -28,7 +29,7 @@ def _code(node: cst.CSTNode) -> str:
 )
 def test_with_args_keeps_the_call_layout(before, after):
     call = _call(before)
-    args = [*call.args[:2], keyword("fullgraph", "True")]
+    args = [*call.args[:2], new_keyword("fullgraph", "True")]
     assert _code(with_args(call, args)) == after
 
 
@@ -44,6 +45,30 @@ def test_bind_args_follows_the_legacy_signature():
     assert bind_args(_call("f(*args)"), ("a",)) is None
     assert bind_args(_call("f(a, unknown=1)"), ("a",)) is None
     assert bind_args(_call("f(a, unknown=1)"), ("a",), other_keywords=True) is not None
+    assert bind_args(_call("f(a, a=1)"), ("a",)) is None
+
+
+def _literal(code: str, **options) -> object:
+    value = literal(cst.parse_expression(code), **options)
+    return "<unknown>" if value is UNKNOWN else value
+
+
+@pytest.mark.parametrize(
+    ("code", "value", "token_value"),
+    [
+        ("True", True, True),
+        ("(None)", None, None),
+        ("0x10", 16, 16),
+        ("'openxla'", "openxla", "openxla"),
+        ("-1", -1, "<unknown>"),
+        ("'open' 'xla'", "openxla", "<unknown>"),
+        ("(1, 2)", (1, 2), "<unknown>"),
+        ("x", "<unknown>", "<unknown>"),
+    ],
+)
+def test_literal_reads_whole_literals_or_single_tokens(code, value, token_value):
+    assert _literal(code) == value
+    assert _literal(code, single_token=True) == token_value
 
 
 @pytest.mark.parametrize(

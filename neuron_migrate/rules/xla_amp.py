@@ -10,13 +10,8 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.rules.base import MANUAL, SAFE, Example, Rule, RuleMeta, register
-from neuron_migrate.rules.xla_device import (
-    AUTOCAST_CALLS,
-    bind_arguments,
-    is_xla_string,
-    keyword_arg,
-    to_neuron_string,
-)
+from neuron_migrate.rules.calls import bind_args, keyword_arg
+from neuron_migrate.rules.xla_device import AUTOCAST_CALLS, is_xla_string, to_neuron_string
 
 DOCS_CHANGES = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 DOCS_BF16 = (
@@ -68,7 +63,7 @@ class AutocastToNeuron(Rule):
     def to_neuron_autocast(self, original: cst.Call, updated: cst.Call, qname: str):
         params = AUTOCAST_PARAMS[qname]
         legacy = qname.startswith("torch_xla")
-        bound = bind_arguments(updated, params)
+        bound = bind_args(updated, params)
         if bound is None:
             if legacy:
                 self.ctx.manual(

@@ -15,21 +15,22 @@ import os
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider, QualifiedNameSource, ScopeProvider
-from libcst.metadata.base_provider import LazyValue
+from libcst.metadata import QualifiedNameProvider, ScopeProvider
 
 from neuron_migrate.migrate.context import FileContext, code_of
 from neuron_migrate.rules.base import MANUAL, REVIEW, Example, Rule, RuleMeta, register
-from neuron_migrate.rules.xla_step import (
-    DOCS_DISTRIBUTED,
-    DOCS_EAGER,
+from neuron_migrate.rules.calls import (
     arg_value,
     bind_args,
+    first_argument,
     has_params,
+    imported_names,
+    is_plain_reference,
+    names_in,
     receiver,
-    source_text,
     spread_arguments,
 )
+from neuron_migrate.rules.xla_step import DOCS_DISTRIBUTED, DOCS_EAGER, source_text
 
 DOCS_WHAT_CHANGES = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 
@@ -205,10 +206,7 @@ class FileIndex:
     def _has(self, call: cst.Call, qname: str) -> bool:
         # Resolved straight from the metadata: the index may be built before the traversal has
         # reached every import of the file.
-        value = self.qnames.get(call.func, ())
-        if isinstance(value, LazyValue):
-            value = value()
-        return any(q.name == qname and q.source is QualifiedNameSource.IMPORT for q in value)
+        return qname in imported_names(self.qnames, call.func)
 
     # ----- building -----
     def _index_calls(self) -> None:
@@ -224,7 +222,7 @@ class FileIndex:
                 inner = func.value
                 if isinstance(inner, cst.Call) and self._has(inner, PARALLEL_LOADER):
                     self.inline_parallel.add(id(inner))
-                    self._add_site("NM141", call, _first_arg(call, "device"))
+                    self._add_site("NM141", call, first_argument(call, "device"))
                 elif isinstance(inner, cst.Name):
                     per_device[id(inner)] = call
             elif self._has(call, MP_DEVICE_LOADER):
@@ -243,7 +241,7 @@ class FileIndex:
             if not uses or any(id(use) not in per_device for use in uses):
                 continue
             calls = [per_device[id(use)] for use in uses]
-            sites = [self._add_site("NM141", pdl, _first_arg(pdl, "device")) for pdl in calls]
+            sites = [self._add_site("NM141", pdl, first_argument(pdl, "device")) for pdl in calls]
             self.parallel_ok[id(call)] = sites
         for call in self.scan.calls:
             func = call.func
@@ -330,7 +328,7 @@ class FileIndex:
         for site in plan.sites:
             if site.device_code:
                 codes.add(site.device_code)
-            elif site.device is not None and _is_dotted(site.device):
+            elif site.device is not None and is_plain_reference(site.device):
                 codes.add(code_of(site.device))
             else:
                 return None
@@ -344,7 +342,7 @@ class FileIndex:
         if scope is None:
             return False
         added = {request.alias or request.module.split(".")[0] for request in self.ctx.imports_needed.values()}
-        return all(name in scope or name in added for name in _free_names(cst.parse_expression(code)))
+        return all(name in scope or name in added for name in names_in(cst.parse_expression(code)))
 
 
 def file_index(ctx: FileContext) -> FileIndex | None:
@@ -359,46 +357,12 @@ def file_index(ctx: FileContext) -> FileIndex | None:
 # ----- small helpers ---------------------------------------------------------------------------
 
 
-def _first_arg(call: cst.Call, keyword: str) -> cst.BaseExpression | None:
-    for arg in call.args:
-        if (arg.keyword is None and not arg.star) or (arg.keyword is not None and arg.keyword.value == keyword):
-            return arg.value
-    return None
-
-
 def _strip_pass_through(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
     indexed = False
     while isinstance(expr, cst.Call) and code_of(expr.func) in PASS_THROUGH and expr.args and not expr.args[0].star:
         indexed = indexed or PASS_THROUGH[code_of(expr.func)]
         expr = expr.args[0].value
     return expr, indexed
-
-
-def _is_dotted(expr: cst.BaseExpression) -> bool:
-    while isinstance(expr, cst.Attribute):
-        expr = expr.value
-    return isinstance(expr, cst.Name)
-
-
-def _free_names(expr: cst.BaseExpression) -> set[str]:
-    class Names(cst.CSTVisitor):
-        def __init__(self) -> None:
-            self.names: set[str] = set()
-
-        def visit_Name(self, node: cst.Name) -> None:
-            self.names.add(node.value)
-
-        def visit_Attribute(self, node: cst.Attribute) -> bool:
-            node.value.visit(self)
-            return False
-
-        def visit_Arg(self, node: cst.Arg) -> bool:
-            node.value.visit(self)
-            return False
-
-    names = Names()
-    expr.visit(names)
-    return names.names
 
 
 class _BatchUses(cst.CSTVisitor):
@@ -731,7 +695,7 @@ class SpawnToTorchrun(Rule):
     def _processes(args: dict[str, cst.Arg]) -> str:
         if arg_value(args, "debug_single_process") is True:
             return "1"
-        count = arg_value(args, "nprocs")
+        count = arg_value(args, "nprocs", single_token=True)
         return str(count) if isinstance(count, int) and not isinstance(count, bool) else "N"
 
 

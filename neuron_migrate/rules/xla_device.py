@@ -12,39 +12,13 @@ import re
 import libcst as cst
 
 from neuron_migrate.rules.base import SAFE, Example, Rule, RuleMeta, StatementReplacement, register
+from neuron_migrate.rules.calls import ComparisonRule, bind_args
 
 DOCS_CHANGES = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 DOCS_MODULE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/api/torch-neuron-module.html"
 DOCS_DISTRIBUTED = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
 DOCS_OLD_VS_NATIVE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/setup/troubleshooting.html"
 DOCS_ENV = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/env-vars.html"
-
-_TIGHT_EQUAL = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
-
-
-def bind_arguments(call: cst.Call, params: tuple[str, ...]) -> dict[str, cst.Arg] | None:
-    """Map the call's arguments to parameter names; ``None`` when that cannot be done statically
-    (``*args``/``**kwargs``, too many positionals, an unknown keyword)."""
-    bound: dict[str, cst.Arg] = {}
-    for position, arg in enumerate(call.args):
-        if arg.star:
-            return None
-        if arg.keyword is None:
-            if position >= len(params):
-                return None
-            bound[params[position]] = arg
-        elif arg.keyword.value in params:
-            bound[arg.keyword.value] = arg
-        else:
-            return None
-    return bound
-
-
-def keyword_arg(arg: cst.Arg, name: str) -> cst.Arg:
-    """``arg`` passed as ``name=...`` (kept as it is when it already is)."""
-    if arg.keyword is not None and arg.keyword.value == name:
-        return arg
-    return arg.with_changes(keyword=cst.Name(name), equal=_TIGHT_EQUAL)
 
 
 def is_none(arg: cst.Arg | None) -> bool:
@@ -111,7 +85,7 @@ class XlaDeviceToNeuron(Rule):
 
     def to_neuron_device(self, original: cst.Call, updated: cst.Call, qname: str):
         params = XLA_DEVICE_CALLS[qname]
-        bound = bind_arguments(updated, params)
+        bound = bind_args(updated, params)
         if bound is None:
             self.ctx.manual(original, 'arguments not understood; replace with torch.device("neuron", <index>)')
             return updated
@@ -283,7 +257,7 @@ class XlaDeviceString(Rule):
 
 
 @register
-class IsXlaTensor(Rule):
+class IsXlaTensor(ComparisonRule):
     """``xm.is_xla_tensor(t)`` -> ``t.device.type == "neuron"`` (DOCS_MODULE: tensors on the device)."""
 
     meta = RuleMeta(
@@ -305,26 +279,11 @@ class IsXlaTensor(Rule):
         ),
     )
     calls = {"torch_xla.core.xla_model.is_xla_tensor": "to_device_check"}
-
-    def __init__(self, ctx) -> None:
-        super().__init__(ctx)
-        # Calls that are operands of an operator binding tighter than ``==``: the comparison
-        # that replaces them needs parentheses there.
-        self.tight: set[int] = set()
-
-    def visit_Comparison(self, node: cst.Comparison) -> None:
-        self.tight.add(id(node.left))
-        self.tight.update(id(target.comparator) for target in node.comparisons)
-
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        self.tight.update((id(node.left), id(node.right)))
-
-    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
-        if not isinstance(node.operator, cst.Not):
-            self.tight.add(id(node.expression))
+    # `not t.device.type == "neuron"` reads as meant without them.
+    PARENTHESIZE_AFTER_NOT = False
 
     def to_device_check(self, original: cst.Call, updated: cst.Call, qname: str):
-        bound = bind_arguments(updated, ("tensor",))
+        bound = bind_args(updated, ("tensor",))
         if not bound or "tensor" not in bound:
             return updated
         tensor = bound["tensor"].value
@@ -332,7 +291,7 @@ class IsXlaTensor(Rule):
         if not isinstance(tensor, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
             text = f"({text})"
         text = f'{text}.device.type == "neuron"'
-        if id(original) in self.tight:
+        if self.needs_parentheses(original):
             text = f"({text})"
         return self.ctx.expr(text)
 
@@ -401,7 +360,7 @@ class RuntimeDeviceQueries(Rule):
         return self.ctx.expr(f'int({os_name}.environ.get("WORLD_SIZE", "1"))')
 
     def supported_devices(self, original, updated, qname):
-        bound = bind_arguments(updated, ("devkind", "max_devices"))
+        bound = bind_args(updated, ("devkind", "max_devices"))
         if bound is None or not is_none(bound.get("max_devices")):
             self.ctx.manual(
                 original,
@@ -459,7 +418,7 @@ class InitializeCacheToEnv(Rule):
     calls = {"torch_xla.runtime.initialize_cache": "to_env"}
 
     def to_env(self, original: cst.Call, updated: cst.Call, qname: str):
-        bound = bind_arguments(updated, ("path", "readonly"))
+        bound = bind_args(updated, ("path", "readonly"))
         line = self.ctx.statement_for_call.get(id(original))
         if bound is None or "path" not in bound or line is None or not isinstance(line.body[0], cst.Expr):
             self.ctx.manual(

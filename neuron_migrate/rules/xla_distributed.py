@@ -15,17 +15,27 @@ and the torch_xla 2.9 ``xla_model`` / ``runtime`` signatures.
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Sequence
 
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider, QualifiedNameSource
-from libcst.metadata.base_provider import LazyValue
+from libcst.metadata import QualifiedNameProvider
 
 from neuron_migrate.migrate.context import code_of
 from neuron_migrate import rules as rule_families
 from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleMeta, StatementReplacement, register
+from neuron_migrate.rules.calls import (
+    UNKNOWN,
+    ComparisonRule,
+    arg_value,
+    bind_args,
+    imported_names,
+    is_plain_reference,
+    literal,
+    name_nodes,
+    names_in,
+    receiver,
+)
 
 NEURON_DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch"
 DOCS_DISTRIBUTED = f"{NEURON_DOCS}/guides/torch-distributed.html"
@@ -43,43 +53,11 @@ XR = "torch_xla.runtime"
 # Environment variables torchrun sets, and the value a plain single-process run should see.
 ENV_DEFAULTS = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}
 
-_UNKNOWN = object()
 LEGACY_ARGUMENTS = "an argument still uses a legacy API: migrate it first, then run neuron-migrate again"
 _LEADING_TABS = re.compile(r"^\t+")
 
 
 # ----- helpers shared by the rules of this family ------------------------------------------------
-def literal(node: cst.CSTNode | None):
-    """The Python value of a literal argument (``True``, ``0``, ``"sum"``), else ``_UNKNOWN``."""
-    if node is None:
-        return _UNKNOWN
-    try:
-        return ast.literal_eval(code_of(node).strip())
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return _UNKNOWN
-
-
-def bind(call: cst.Call, params: Sequence[str]) -> dict[str, cst.Arg] | None:
-    """Map a call's arguments to the legacy signature's parameter names.
-
-    ``None`` when the call cannot be read statically (``*args``, ``**kwargs``, unknown keywords).
-    """
-    bound: dict[str, cst.Arg] = {}
-    for position, arg in enumerate(call.args):
-        if arg.star:
-            return None
-        if arg.keyword is not None:
-            name = arg.keyword.value
-        elif position < len(params):
-            name = params[position]
-        else:
-            return None
-        if name not in params or name in bound:
-            return None
-        bound[name] = arg
-    return bound
-
-
 def is_absent_or(bound: dict[str, cst.Arg], name: str, *defaults) -> bool:
     """True when the argument is missing or a literal equal to one of the legacy defaults."""
     if name not in bound:
@@ -88,64 +66,10 @@ def is_absent_or(bound: dict[str, cst.Arg], name: str, *defaults) -> bool:
     return any(value == d and type(value) is type(d) for d in defaults)
 
 
-def atom(node: cst.BaseExpression) -> str:
-    """Code for ``node`` that can be followed by ``.attr`` or ``(...)`` without changing its meaning."""
-    text = code_of(node)
-    if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or getattr(node, "lpar", None):
-        return text
-    return f"({text})"
-
-
 def keep_parens(new: cst.BaseExpression, old: cst.BaseExpression) -> cst.BaseExpression:
     if getattr(old, "lpar", None):
         return new.with_changes(lpar=old.lpar, rpar=old.rpar)
     return new
-
-
-def is_plain_reference(node: cst.BaseExpression) -> bool:
-    """``x`` or ``self.x``: cheap and side-effect free to name several times."""
-    while isinstance(node, cst.Attribute):
-        node = node.value
-    return isinstance(node, cst.Name)
-
-
-class _Names(cst.CSTVisitor):
-    def __init__(self) -> None:
-        super().__init__()
-        self.found: set[str] = set()
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.found.add(node.value)
-
-    # `torch.tensor` and `f(tensor=x)` do not bind or read a variable named `tensor`.
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)
-        return False
-
-    def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)
-        return False
-
-
-def names_in(node: cst.CSTNode) -> set[str]:
-    collector = _Names()
-    node.visit(collector)
-    return collector.found
-
-
-class _NameNodes(_Names):
-    def __init__(self) -> None:
-        super().__init__()
-        self.nodes: list[cst.Name] = []
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.nodes.append(node)
-
-
-def _name_nodes(node: cst.CSTNode) -> list[cst.Name]:
-    collector = _NameNodes()
-    node.visit(collector)
-    return collector.nodes
 
 
 def _is_legacy(qualified_name: str) -> bool:
@@ -279,7 +203,7 @@ class DistributedRule(Rule):
         legacy = {
             node.value
             for arg in original.args
-            for node in _name_nodes(arg.value)
+            for node in name_nodes(arg.value)
             if any(_is_legacy(q) for q in self.ctx.qualified_names(node))
         }
         return bool(legacy) and any(legacy & names_in(arg.value) for arg in updated.args)
@@ -361,7 +285,7 @@ class RankFromEnvironment(InsideFStrings):
             return updated
         if updated.args:
             # Only the xm queries take an argument: the value to use without replication info.
-            bound = bind(updated, ("defval",)) if qname.startswith(XM) else None
+            bound = bind_args(updated, ("defval",)) if qname.startswith(XM) else None
             if bound is None:
                 return updated
             value = literal(bound["defval"].value)
@@ -371,7 +295,7 @@ class RankFromEnvironment(InsideFStrings):
 
 # ----- NM121: master ordinal -------------------------------------------------------------------------
 @register
-class MasterOrdinalFromEnvironment(InsideFStrings):
+class MasterOrdinalFromEnvironment(ComparisonRule, InsideFStrings):
     """xm.is_master_ordinal(local=True) -> LOCAL_RANK == 0; local=False -> RANK == 0."""
 
     meta = RuleMeta(
@@ -397,28 +321,9 @@ class MasterOrdinalFromEnvironment(InsideFStrings):
     )
     calls = {f"{XM}.is_master_ordinal": "to_comparison"}
 
-    def __init__(self, ctx) -> None:
-        super().__init__(ctx)
-        # Calls that are operands of a tighter-binding operator: the comparison needs parentheses.
-        self.operands: set[int] = set()
-
-    def visit_Comparison(self, node: cst.Comparison) -> None:
-        self.operands.add(id(node.left))
-        self.operands.update(id(target.comparator) for target in node.comparisons)
-
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        self.operands.update((id(node.left), id(node.right)))
-
-    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
-        # `not a == 0` would be correct without them, but reads as `(not a) == 0`.
-        self.operands.add(id(node.expression))
-
     def to_comparison(self, original: cst.Call, updated: cst.Call, qname: str):
-        bound = bind(updated, ("local",))
-        if bound is None:
-            local = _UNKNOWN
-        else:
-            local = literal(bound["local"].value) if "local" in bound else True
+        bound = bind_args(updated, ("local",))
+        local = UNKNOWN if bound is None else arg_value(bound, "local", True)
         if type(local) is not bool:
             return self.manual(
                 original,
@@ -431,7 +336,7 @@ class MasterOrdinalFromEnvironment(InsideFStrings):
         comparison = self.ctx.expr(f"{self.env_int('LOCAL_RANK' if local else 'RANK', quote=quote)} == 0")
         if updated.lpar:
             return keep_parens(comparison, updated)
-        if id(original) in self.operands:
+        if self.needs_parentheses(original):
             return comparison.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         return comparison
 
@@ -521,7 +426,7 @@ class RendezvousToBarrier(DistributedRule):
             "exchange objects with `payloads = [None] * dist.get_world_size()` then "
             "`dist.all_gather_object(payloads, payload)`"
         )
-        bound = bind(updated, ("tag", "payload", "replicas"))
+        bound = bind_args(updated, ("tag", "payload", "replicas"))
         if bound is None:
             return self.manual(original, updated, f"arguments not understood; use `dist.barrier()`, or {gather}")
         if not is_absent_or(bound, "payload", b"", ""):
@@ -580,7 +485,7 @@ class MeshReduceToAllGatherObject(DistributedRule):
             "write `parts = [None] * dist.get_world_size()`, `dist.all_gather_object(parts, data)`, "
             "then use `reduce_fn(parts)`"
         )
-        bound = bind(updated, ("tag", "data", "reduce_fn"))
+        bound = bind_args(updated, ("tag", "data", "reduce_fn"))
         shape = self.shape(original)
         if bound is None or "data" not in bound or "reduce_fn" not in bound:
             return self.manual(original, updated, f"arguments not understood; {fallback}")
@@ -591,7 +496,7 @@ class MeshReduceToAllGatherObject(DistributedRule):
         kind, target = shape
         store = "return " if kind == "return" else f"{code_of(target)} = "
         data = self.code_at(bound["data"].value, 1)
-        reduce_fn = atom(bound["reduce_fn"].value)
+        reduce_fn = receiver(bound["reduce_fn"].value)
         gathered = self.fresh_name("gathered")
         dist = self.dist
         self.ctx.review(
@@ -681,8 +586,8 @@ class AllReduceToDist(DistributedRule):
         fallback = (
             "use `dist.all_reduce(tensor, op=dist.ReduceOp.SUM)` per tensor (in place), then `tensor.mul_(scale)`"
         )
-        bound = bind(updated, self.PARAMS)
-        before = bind(original, self.PARAMS)
+        bound = bind_args(updated, self.PARAMS)
+        before = bind_args(original, self.PARAMS)
         if bound is None or before is None or "reduce_type" not in bound or "inputs" not in bound:
             return self.manual(original, updated, f"arguments not understood; {fallback}")
         if not is_absent_or(bound, "groups", None, []):
@@ -707,7 +612,7 @@ class AllReduceToDist(DistributedRule):
             if tensors is not None and len(tensors) == 1 and not isinstance(tensors[0], cst.StarredElement):
                 # One tensor in a literal list: reduce it in place, no loop needed.
                 self.ctx.review(f"skipped while no process group is initialized: init it first{check_op}")
-                lines = self.reduce_lines(dist, atom(tensors[0].value), op, scale, depth=0)
+                lines = self.reduce_lines(dist, receiver(tensors[0].value), op, scale, depth=0)
                 return self.replace_with(original, lines)
             tensor = self.fresh_name("tensor")
             lines = self.reduce_lines(dist, tensor, op, scale, depth=1)
@@ -722,7 +627,7 @@ class AllReduceToDist(DistributedRule):
         if isinstance(inputs, (cst.List, cst.Tuple)) or not simple_target:
             return self.manual(original, updated, f"not of the form `y = xm.all_reduce(op, x)`; {fallback}")
         result = self.fresh_name("reduced") if kind == "return" else code_of(target)
-        lines = [f"{result} = {atom(inputs)}.clone()", *self.reduce_lines(dist, result, op, scale, depth=0)]
+        lines = [f"{result} = {receiver(inputs)}.clone()", *self.reduce_lines(dist, result, op, scale, depth=0)]
         if kind == "return":
             lines.append(f"return {result}")
         what = f"`{code_of(inputs)}`" if is_plain_reference(inputs) else "the input"
@@ -793,7 +698,7 @@ class AllGatherToAllGatherSingle(DistributedRule):
             "gather with `parts = [torch.empty_like(x) for _ in range(dist.get_world_size())]`, "
             "`dist.all_gather(parts, x)`, then `torch.cat(parts, dim=dim)`"
         )
-        bound = bind(updated, self.PARAMS)
+        bound = bind_args(updated, self.PARAMS)
         if bound is None or "value" not in bound:
             return self.manual(original, updated, f"arguments not understood; {fallback}")
         if not is_absent_or(bound, "groups", None, []):
@@ -986,7 +891,7 @@ class _DdpFinder(cst.CSTVisitor):
 
     def __init__(self, ctx) -> None:
         super().__init__()
-        self.ctx = ctx
+        self.qnames = ctx.wrapper.resolve(QualifiedNameProvider)
         self.found = False
 
     def visit_Name(self, node: cst.Name) -> bool:
@@ -1001,10 +906,7 @@ class _DdpFinder(cst.CSTVisitor):
     def _check(self, node) -> None:
         if self.found:
             return
-        names = self.ctx.wrapper.resolve(QualifiedNameProvider).get(node, ())
-        if isinstance(names, LazyValue):
-            names = names()
-        self.found = any(q.name in DDP_NAMES and q.source is QualifiedNameSource.IMPORT for q in names)
+        self.found = bool(imported_names(self.qnames, node) & DDP_NAMES)
 
 
 # ----- NM130: xm.save --------------------------------------------------------------------------------------
@@ -1046,11 +948,11 @@ class SaveToTorchSave(DistributedRule):
 
     def to_torch_save(self, original: cst.Call, updated: cst.Call, qname: str):
         fallback = 'write `torch.save(data, path)` under `if int(os.environ.get("LOCAL_RANK", "0")) == 0:`'
-        bound = bind(updated, self.PARAMS)
+        bound = bind_args(updated, self.PARAMS)
         if bound is None or "data" not in bound or "file_or_path" not in bound:
             return self.manual(original, updated, f"arguments not understood; {fallback}")
-        master_only = True if "master_only" not in bound else literal(bound["master_only"].value)
-        global_master = False if "global_master" not in bound else literal(bound["global_master"].value)
+        master_only = arg_value(bound, "master_only", True)
+        global_master = arg_value(bound, "global_master", False)
         if type(master_only) is not bool or type(global_master) is not bool:
             return self.manual(original, updated, f"computed master_only / global_master; {fallback} (or RANK)")
         if self.shape(original) != ("bare", None):
@@ -1102,7 +1004,7 @@ class SeedToTorchManualSeed(DistributedRule):
     }
 
     def to_manual_seed(self, original: cst.Call, updated: cst.Call, qname: str):
-        bound = bind(updated, ("seed", "device"))
+        bound = bind_args(updated, ("seed", "device"))
         if bound is None or "seed" not in bound:
             return self.manual(original, updated, "arguments not understood; use `torch.manual_seed(seed)`")
         # The device argument goes: torch.manual_seed seeds every device.

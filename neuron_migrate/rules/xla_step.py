@@ -4,7 +4,7 @@
 queued and fused adaptively) and ``torch.compile`` regions bound graphs, so the call goes away;
 where a caller waited for the device, ``torch.neuron.synchronize()`` does that.
 
-The call-argument helpers at the top are shared with the data-loading and launch rules.
+``source_text`` is shared with the data-loading and launch rules.
 """
 
 from __future__ import annotations
@@ -15,6 +15,16 @@ import libcst as cst
 
 from neuron_migrate.migrate.context import FileContext, code_of
 from neuron_migrate.rules.base import REVIEW, SAFE, Example, Rule, RuleMeta, StatementReplacement, register
+from neuron_migrate.rules.calls import (
+    UNKNOWN,
+    arg_value,
+    bind_args,
+    has_params,
+    literal,
+    new_keyword,
+    receiver,
+    spread_arguments,
+)
 
 DOCS_EAGER = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/about-pytorch-neuron.html"
 DOCS_MODULE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/api/torch-neuron-module.html"
@@ -24,59 +34,7 @@ DOCS_COMPILE_HOWTO = (
     "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/how-to-optimize-with-torch-compile.html"
 )
 
-# ----- call-argument helpers -------------------------------------------------------------------
-
-UNKNOWN = object()
-
-
-def bind_args(call: cst.Call, params: Sequence[str], other_keywords: bool = False) -> dict[str, cst.Arg] | None:
-    """Map the arguments of ``call`` onto the legacy signature ``params``.
-
-    None when the call cannot be read statically (``*args``, ``**kwargs``, unknown keywords unless
-    ``other_keywords`` says the signature takes ``**kwargs``, which are then ignored).
-    """
-    bound: dict[str, cst.Arg] = {}
-    for position, arg in enumerate(call.args):
-        if arg.star:
-            return None
-        if arg.keyword is None:
-            if position >= len(params):
-                return None
-            name = params[position]
-        else:
-            name = arg.keyword.value
-            if name not in params:
-                if other_keywords:
-                    continue
-                return None
-        if name in bound:
-            return None
-        bound[name] = arg
-    return bound
-
-
-def literal(node: cst.BaseExpression | None):
-    """The Python value of a constant expression (bools, None, ints, strings), else ``UNKNOWN``."""
-    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
-        return {"True": True, "False": False, "None": None}[node.value]
-    if isinstance(node, cst.Integer):
-        return int(node.value, 0)
-    if isinstance(node, cst.SimpleString):
-        return node.evaluated_value
-    return UNKNOWN
-
-
-def arg_value(args: dict[str, cst.Arg], name: str):
-    arg = args.get(name)
-    return UNKNOWN if arg is None else literal(arg.value)
-
-
-def receiver(expr: cst.BaseExpression) -> str:
-    """Code for ``expr`` safe to put before ``.attr`` or ``(...)``."""
-    text = code_of(expr)
-    if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or expr.lpar:
-        return text
-    return f"({text})"
+# ----- building calls and reading the file -----------------------------------------------------
 
 
 def with_args(call: cst.Call, args: list[cst.Arg]) -> cst.Call:
@@ -99,30 +57,6 @@ def with_args(call: cst.Call, args: list[cst.Arg]) -> cst.Call:
         else:
             out.append(arg.with_changes(comma=sep, whitespace_after_arg=cst.SimpleWhitespace("")))
     return call.with_changes(args=out)
-
-
-def element_code(element: cst.BaseElement) -> str:
-    """A tuple/list element as a call argument (``*rest`` stays starred)."""
-    prefix = "*" if isinstance(element, cst.StarredElement) else ""
-    return prefix + code_of(element.value)
-
-
-def spread_arguments(arg: cst.Arg | None) -> str:
-    """An ``args=(a, b)`` argument as call arguments: ``a, b``, or ``*args`` when not a literal."""
-    if arg is None:
-        return ""
-    value = arg.value
-    if isinstance(value, (cst.Tuple, cst.List)):
-        return ", ".join(element_code(element) for element in value.elements)
-    return f"*{receiver(value)}"
-
-
-def keyword(name: str, value: str) -> cst.Arg:
-    return cst.Arg(
-        keyword=cst.Name(name),
-        value=cst.parse_expression(value),
-        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
-    )
 
 
 def source_text(ctx: FileContext) -> str:
@@ -391,7 +325,7 @@ class OptimizerStep(Rule):
         if isinstance(value, cst.Dict):
             pairs = []
             for element in value.elements:
-                key = literal(element.key) if isinstance(element, cst.DictElement) else UNKNOWN
+                key = literal(element.key, single_token=True) if isinstance(element, cst.DictElement) else UNKNOWN
                 if not (isinstance(key, str) and key.isidentifier()):
                     return f"**{code_of(value)}"
                 pairs.append(f"{key}={code_of(element.value)}")
@@ -540,13 +474,6 @@ def _is_simple(node: cst.BaseExpression) -> bool:
     return isinstance(node, (cst.Name, cst.Integer, cst.Float, cst.SimpleString))
 
 
-def has_params(node: cst.Lambda) -> bool:
-    params = node.params
-    return bool(params.params or params.posonly_params or params.kwonly_params or params.star_kwarg) or isinstance(
-        params.star_arg, cst.Param
-    )
-
-
 LAZY_TOGGLES = {
     "torch_xla.core.xla_model.unlazy": "remove",
     "torch_xla.experimental.eager_mode": "remove",
@@ -682,7 +609,7 @@ class CompileToTorchCompile(Rule):
         if name != "compile":
             return updated
         backend = next((a for a in updated.args if a.keyword and a.keyword.value == "backend"), None)
-        if backend is None or literal(backend.value) not in XLA_DYNAMO_BACKENDS:
+        if backend is None or literal(backend.value, single_token=True) not in XLA_DYNAMO_BACKENDS:
             return updated
         quote = backend.value.quote if isinstance(backend.value, cst.SimpleString) else '"'
         args, notes = [], []
@@ -694,14 +621,14 @@ class CompileToTorchCompile(Rule):
             elif kw == "dynamic" and literal(arg.value) is not False and literal(arg.value) is not None:
                 notes.append(self.DYNAMIC)
                 continue
-            elif kw == "mode" and literal(arg.value) not in ("default", None):
+            elif kw == "mode" and literal(arg.value, single_token=True) not in ("default", None):
                 notes.append(f"mode={code_of(arg.value)} dropped: only the default mode is supported")
                 continue
             elif kw == "fullgraph":
                 has_fullgraph = True
             args.append(arg)
         if not has_fullgraph:
-            args.append(keyword("fullgraph", "True"))
+            args.append(new_keyword("fullgraph", "True"))
             notes.insert(0, self.FULLGRAPH)
         self.ctx.review("; ".join(notes) or "check the compiled region has static input shapes")
         return with_args(updated, args)

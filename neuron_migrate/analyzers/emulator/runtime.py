@@ -137,6 +137,18 @@ def _keep_dynamo_out() -> None:
     NeuronTensor.__torch_dispatch__ = classmethod(dispatch)
 
 
+def _patch_accelerator_synchronize() -> None:
+    """The Python device guard cannot synchronize; every emulated op has completed when it returns anyway."""
+    original = torch.accelerator.synchronize
+
+    def synchronize(device=None):
+        if device is None or torch.device(device).type == "neuron":
+            return device_module.synchronize(device)
+        return original(device)
+
+    torch.accelerator.synchronize = synchronize
+
+
 def install() -> None:
     torch.utils.rename_privateuse1_backend("neuron")
     torch._register_device_module("neuron", device_module)
@@ -148,6 +160,7 @@ def install() -> None:
     autocast.install()
     torch.Generator = Generator
     _patch_load()
+    _patch_accelerator_synchronize()
     _keep_dynamo_out()
     from neuron_migrate.analyzers.emulator import compiler, distributed
 
