@@ -69,20 +69,7 @@ def test_transformers_trl_peft_take_the_neuron_paths_and_match_cpu(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "mode",
-    [
-        "allreduce",
-        pytest.param(
-            "ddp",
-            marks=pytest.mark.skipif(
-                not os.environ.get("NEURON_EMULATOR_DDP"),
-                reason="DistributedDataParallel on the emulator hangs intermittently in backward; "
-                "set NEURON_EMULATOR_DDP=1 to run it",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("mode", ["allreduce", "ddp"])
 def test_data_parallel_with_two_ranks_over_the_neuron_process_group(tmp_path, mode):
     out = tmp_path / "ddp.json"
     proc = _emulate(["--nproc", "2", str(PROGRAMS / "ddp_job.py"), str(out), mode], cwd=tmp_path, timeout=120)
