@@ -1,7 +1,7 @@
 """One self-contained HTML page: summary, what needs a human, the reviewer checklist, per-file diffs.
 
 No external assets and no framework: the page is often opened from a CI artifact or attached to a
-ticket, offline. Everything from the user's code goes through :func:`esc`; the Content-Security-Policy
+bug report, offline. Everything from the user's code goes through :func:`esc`; the Content-Security-Policy
 only lets the page's own script run (pinned by hash), so a ``<script>`` that slipped into a path or a
 code line could not execute anyway.
 """
