@@ -87,3 +87,21 @@ def test_output_is_deterministic(migrate):
         "xm.master_print(xm.get_ordinal(), xm.xrt_world_size())\n"
     )
     assert len({migrate(source).code for _ in range(3)}) == 1
+
+
+def test_each_removed_import_points_at_its_own_line(migrate):
+    source = (
+        "import torch_xla.core.xla_model as xm\n"
+        "from torch_xla.core import xla_model\n"
+        "from torch_xla.distributed import parallel_loader as pl, xla_multiprocessing\n\n"
+        "x = 1\n"
+    )
+    result = migrate(source)
+    assert result.code == "x = 1\n"
+    removed = sorted((f.span.line, f.message.split("`")[1]) for f in result.findings)
+    assert removed == [
+        (1, "import torch_xla.core.xla_model as xm"),
+        (2, "from torch_xla.core import xla_model"),
+        (3, "from torch_xla.distributed import parallel_loader as pl"),
+        (3, "from torch_xla.distributed import xla_multiprocessing"),
+    ]

@@ -104,7 +104,6 @@ class PendingNote:
     message: str = ""
     review: str = ""
     safety: str = ""
-    fix: str = ""
 
 
 @dataclass
@@ -143,7 +142,6 @@ class FileContext:
     statement_stack: list[cst.CSTNode] = field(default_factory=list)
     import_bound: set[str] = field(default_factory=set)
     shim_bound: set[str] = field(default_factory=set)
-    star_import: bool = False
     has_legacy_imports: bool = False
     # id(call) -> the one-statement line whose whole value the call is (filled by the engine)
     statement_for_call: dict[int, cst.SimpleStatementLine] = field(default_factory=dict)
@@ -178,8 +176,8 @@ class FileContext:
                     continue
                 is_legacy = any(module == p or module.startswith(p + ".") for p in self.legacy_prefixes)
                 if bound == "*":
-                    self.star_import = True
-                elif in_shim and is_legacy:
+                    continue
+                if in_shim and is_legacy:
                     self.shim_bound.add(bound)
                 else:
                     self.import_bound.add(bound)
@@ -233,16 +231,6 @@ class FileContext:
         self.imports_needed[module] = ImportRequest(module, alias=alias)
         return wanted
 
-    def require_from_import(self, module: str, name: str) -> str:
-        if (module, name) in self.existing_from_imports:
-            return self.existing_from_imports[(module, name)]
-        key = f"{module}:{name}"
-        if key not in self.imports_needed:
-            if name in self.module_names:
-                return f"{self.require_import(module)}.{name}"
-            self.imports_needed[key] = ImportRequest(module, name=name)
-        return name
-
     @staticmethod
     def expr(text: str) -> cst.BaseExpression:
         return cst.parse_expression(text)
@@ -292,7 +280,7 @@ class FileContext:
         message = note.message or meta.title
         review = note.review or meta.summary or meta.title
         # For a reviewed edit the "fix" is what the reviewer has to check; renderers show it.
-        fix = note.fix or (review if safety == REVIEW else "")
+        fix = review if safety == REVIEW else ""
         self._record(meta, original, message, safety, applied=True, after=after, fix=fix)
         if safety == REVIEW:
             self._mark(f"# neuron-migrate({meta.id}): {review}")

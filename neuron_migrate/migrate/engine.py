@@ -97,12 +97,9 @@ class MigrationTransformer(cst.CSTTransformer):
         self.call_funcs: set[int] = set()
         self.inner_attrs: set[int] = set()
         self.import_depth = 0
-        self.shim_depth = 0
         self.legacy_refs: list[LegacyRef] = []
         self.handled_spans: list[Span] = []
         self.shims: list[cst.CSTNode] = []
-        # id(call) -> the one-statement line it is the whole value of
-        self.statement_calls: dict[int, cst.SimpleStatementLine] = {}
         # id(original line) -> statements that replace it (empty = delete)
         self.pending_statements: dict[int, list[cst.BaseStatement]] = {}
         # id(updated line) -> its comment lines, for lines deleted at the block level
@@ -120,7 +117,7 @@ class MigrationTransformer(cst.CSTTransformer):
                 self._note_statement_call(node)
         if isinstance(node, (cst.Import, cst.ImportFrom)):
             self.import_depth += 1
-            if not self.shim_depth:
+            if not self.shims:
                 self.import_statements.append(self.ctx.statement_stack[-1])
         elif isinstance(node, cst.FormattedString):
             self.fstring_quotes.append(node.start[-1])
@@ -132,9 +129,8 @@ class MigrationTransformer(cst.CSTTransformer):
         elif isinstance(node, cst.Name):
             self._note_legacy(node)
         if self._is_shim(node):
-            if not self.shim_depth:
+            if not self.shims:
                 self._report_shim(node)
-            self.shim_depth += 1
             self.shims.append(node)
         for rule in self.index.hooks.get("visit_" + type(node).__name__, ()):
             getattr(self.instances[rule], "visit_" + type(node).__name__)(node)
@@ -158,7 +154,6 @@ class MigrationTransformer(cst.CSTTransformer):
             self.fstring_quotes.pop()
         if self.shims and self.shims[-1] is original:
             self.shims.pop()
-            self.shim_depth -= 1
         if isinstance(original, _STATEMENTS):
             result = self._finish_statement(original, result)
             self.ctx.statement_stack.pop()
@@ -172,7 +167,6 @@ class MigrationTransformer(cst.CSTTransformer):
         small = line.body[0]
         value = getattr(small, "value", None)
         if isinstance(small, (cst.Expr, cst.Assign, cst.AnnAssign, cst.Return)) and isinstance(value, cst.Call):
-            self.statement_calls[id(value)] = line
             self.ctx.statement_for_call[id(value)] = line
 
     # ----- dispatch ----------------------------------------------------------------------------
@@ -188,7 +182,7 @@ class MigrationTransformer(cst.CSTTransformer):
 
     def _apply(self, rule: type[Rule], method: str, original, updated, *args):
         meta = rule.meta
-        if self.shim_depth:
+        if self.shims:
             return updated
         before = len(self.ctx.findings)
         self.ctx.begin(meta)
@@ -235,7 +229,7 @@ class MigrationTransformer(cst.CSTTransformer):
             # A hook on the line itself replaces that line; it has checked what the line binds.
             line, deletes_value = original, False
         else:
-            line = self.statement_calls.get(id(original))
+            line = self.ctx.statement_for_call.get(id(original))
             # Deleting "x = f()" would leave x undefined, so only bare expression lines may vanish.
             deletes_value = not replacement.statements and line is not None and not isinstance(line.body[0], cst.Expr)
         if line is None or id(line) in self.pending_statements or deletes_value:
@@ -300,7 +294,7 @@ class MigrationTransformer(cst.CSTTransformer):
     def _note_legacy(self, node: cst.CSTNode) -> None:
         if self.import_depth or id(node) in self.inner_attrs or not self.ctx.statement_stack:
             return
-        if self.shim_depth:
+        if self.shims:
             return
         if self.ctx.shim_bound and self.ctx.is_shim_name(node):
             self._report_shim_use(node)
@@ -459,8 +453,7 @@ def _report_removed_imports(ctx: FileContext, plan: RulePlan, statements, remove
     if rule is None:
         return
     for text in removed:
-        module = text.split()[1]
-        statement = next((s for s in statements if module in code_of(s)), None)
+        statement = next((s for s in statements if text in _import_texts(s)), None)
         if statement is None:
             continue
         ctx.begin(rule.meta)
@@ -469,6 +462,18 @@ def _report_removed_imports(ctx: FileContext, plan: RulePlan, statements, remove
             ctx.finish_edit(rule.meta, statement, "")
         finally:
             ctx.end()
+
+
+def _import_texts(statement) -> set[str]:
+    """Each name an import line binds, spelled as the import remover reports it."""
+    texts = set()
+    for small in getattr(statement, "body", ()):
+        if isinstance(small, cst.Import):
+            texts.update(f"import {code_of(a.name)}{import_edits.as_clause(a)}" for a in small.names)
+        elif isinstance(small, cst.ImportFrom) and small.module and not isinstance(small.names, cst.ImportStar):
+            module = code_of(small.module)
+            texts.update(f"from {module} import {code_of(a.name)}{import_edits.as_clause(a)}" for a in small.names)
+    return texts
 
 
 def _check_parses(code: str, path: str, findings: list[Finding]) -> None:

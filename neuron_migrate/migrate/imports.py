@@ -168,7 +168,7 @@ class _LegacyImportRemover(cst.CSTTransformer):
             # A side-effect import such as "import torch_xla.distributed.xla_backend" goes too: it
             # only registered things on the legacy stack.
             if _is_legacy(dotted, self.legacy_prefixes) and bound not in self.used:
-                self.removed.append(f"import {code_of(alias.name)}{_as(alias)}")
+                self.removed.append(f"import {code_of(alias.name)}{as_clause(alias)}")
                 continue
             keep.append(alias)
         return _rebuild(updated, keep)
@@ -183,11 +183,11 @@ class _LegacyImportRemover(cst.CSTTransformer):
             if (alias.asname.name.value if alias.asname else code_of(alias.name)) in self.used:
                 keep.append(alias)
             else:
-                self.removed.append(f"from {code_of(updated.module)} import {code_of(alias.name)}{_as(alias)}")
+                self.removed.append(f"from {code_of(updated.module)} import {code_of(alias.name)}{as_clause(alias)}")
         return _rebuild(updated, keep)
 
 
-def _as(alias: cst.ImportAlias) -> str:
+def as_clause(alias: cst.ImportAlias) -> str:
     return f" as {alias.asname.name.value}" if alias.asname else ""
 
 

@@ -12,7 +12,7 @@ comments, ``--no-comments`` and the report all work the same way for every rule.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
@@ -78,11 +78,6 @@ class StatementReplacement:
 
     statements: list[cst.BaseStatement]
     fallback: str = ""
-
-
-# A handler gets (original call or reference node, updated node, matched qualified name) and
-# returns the replacement node, or the updated node unchanged when it declines.
-Handler = Callable[..., "cst.CSTNode"]
 
 
 class Rule:
