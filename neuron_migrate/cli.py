@@ -1,7 +1,8 @@
-"""The ``neuron-migrate`` command line: ``rewrite``, ``rules`` and ``emulate``.
+"""The ``neuron-migrate`` command line: ``rewrite``, ``audit``, ``rules`` and ``emulate``.
 
-Exit codes are the same for every command: 0 nothing to change, 1 files changed or would change,
-2 a usage error or a file that could not be processed.
+Exit codes are the same for every command: 0 nothing to change (or nothing found), 1 files changed
+or would change (or findings at or above ``--fail-on``), 2 a usage error or a file that could not
+be processed.
 """
 
 from __future__ import annotations
@@ -156,6 +157,158 @@ def rewrite(
     raise typer.Exit(result.exit_code())
 
 
+class AuditFormat(str, Enum):
+    table = "table"
+    json = "json"
+    sarif = "sarif"
+    md = "md"
+    html = "html"
+
+
+class FailOn(str, Enum):
+    info = "info"
+    warning = "warning"
+    error = "error"
+    never = "never"
+
+
+@app.command(context_settings={"allow_interspersed_args": True})
+def audit(
+    paths: Annotated[
+        Optional[list[str]],
+        typer.Argument(
+            help="Files or folders to audit; with --run, the arguments for the script (put them after --).",
+            show_default=False,
+        ),
+    ] = None,
+    output_format: Annotated[AuditFormat, typer.Option("--format", help="Output format.")] = AuditFormat.table,
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="Write the report here instead of stdout.")
+    ] = None,
+    fail_on: Annotated[
+        FailOn, typer.Option("--fail-on", help="Exit 1 when a finding has this severity or worse.")
+    ] = FailOn.warning,
+    baseline: Annotated[
+        Optional[Path],
+        typer.Option("--baseline", help="Findings recorded here are not reported; the file is written if missing."),
+    ] = None,
+    update_baseline: Annotated[
+        bool, typer.Option("--update-baseline", help="Rewrite the baseline file with today's findings.")
+    ] = False,
+    run_script: Annotated[
+        Optional[Path], typer.Option("--run", help="Run this script under instrumentation (runtime analysis).")
+    ] = None,
+    run_module: Annotated[
+        Optional[str], typer.Option("-m", help="With runtime analysis: run a module as `python -m` does.")
+    ] = None,
+    steps: Annotated[int, typer.Option("--steps", min=0, help="Record every op during the first N steps.")] = 1,
+    emulate_device: Annotated[
+        Optional[bool],
+        typer.Option("--emulate/--no-emulate", help="Force the CPU emulator of the neuron device on or off."),
+    ] = None,
+    select: Annotated[Optional[list[str]], typer.Option("--select", help="Only these ids or prefixes.")] = None,
+    ignore: Annotated[Optional[list[str]], typer.Option("--ignore", help="Skip these ids or prefixes.")] = None,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", min=1, help="Worker processes (default: CPU count).")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the result cache.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors and a one-line summary.")] = False,
+) -> None:
+    """Find what will recompile, break graphs or fall back on the native backend, and leftover legacy APIs.
+
+    Static by default: nothing is executed. With --run SCRIPT (or --run -m MODULE) the script runs in this
+    process under instrumentation, on the CPU emulator of the neuron device when there is no Trainium.
+    """
+    from neuron_migrate import audit as auditing
+    from neuron_migrate.config import ConfigError, load_config
+    from neuron_migrate.report.terminal import Terminal
+
+    runtime = run_script is not None or run_module is not None
+    args = list(paths or [])
+    targets = [run_script] if run_script is not None else []
+    if not runtime:
+        if not args:
+            raise _fail("audit needs PATH... to scan, or --run SCRIPT")
+        missing = [a for a in args if not Path(a).exists()]
+        if missing:
+            raise _fail(f"no such file or folder: {', '.join(missing)}")
+        targets = [Path(a) for a in args]
+    try:
+        config = load_config(
+            targets or [Path.cwd()],
+            select=rule_ids(select, "--select"),
+            ignore=rule_ids(ignore, "--ignore"),
+            jobs=jobs,
+            cache=False if no_cache else None,
+        )
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    _check_configured_ids(config)
+
+    terminal = Terminal(out=sys.stderr if output is None and output_format is not AuditFormat.table else sys.stdout,
+                        quiet=quiet)
+    with terminal.progress() as progress:
+        result = auditing.audit(targets, config, progress=progress) if targets else auditing.empty_report()
+    notes: list[str] = []
+    if runtime:
+        result, notes = _run_analysis(result, run_script, run_module, args, steps, emulate_device, config)
+
+    if baseline is not None:
+        notes.append(_use_baseline(auditing, result, baseline, update_baseline))
+    _emit_audit(result, output_format, output, terminal, notes, fail_on.value)
+    raise typer.Exit(auditing.exit_code(result, fail_on.value))
+
+
+def _run_analysis(report, script, module, args, steps, emulate_device, config):
+    from neuron_migrate import audit as auditing
+
+    try:
+        from neuron_migrate.analyzers.runtime import analyze_script
+    except ImportError as exc:
+        raise _fail(f"runtime analysis needs torch (pip install 'neuron-migrate[runtime]'): {exc}") from None
+    target = module if module is not None else str(script)
+    outcome = analyze_script(target, args, module=module is not None, steps=steps, emulate=emulate_device)
+    runtime = [f for f in outcome.findings if auditing.selected(f.rule, config.select, config.ignore)]
+    report = auditing.merge_runtime(report, runtime)
+    report.mode = "runtime"
+    notes = list(outcome.notes)
+    if outcome.exit_code:
+        notes.append(f"the script exited with code {outcome.exit_code}")
+    return report, notes
+
+
+def _use_baseline(auditing, report, path: Path, update: bool) -> str:
+    try:
+        if update or not path.exists():
+            count = auditing.write_baseline(report, path)
+            auditing.apply_baseline(report, path)
+            return f"baseline {path} written: {count} findings recorded; later runs report only new ones"
+        hidden = auditing.apply_baseline(report, path)
+    except (auditing.BaselineError, OSError) as exc:
+        raise _fail(str(exc)) from None
+    return f"baseline {path}: {hidden} known findings not reported"
+
+
+def _emit_audit(report, output_format, output, terminal, notes, fail_on) -> None:
+    from neuron_migrate.analyzers.hazards import catalog as hazard_catalog
+    from neuron_migrate.report.render import render
+
+    rules = {**catalog.catalog(), **hazard_catalog()}
+    if output_format is AuditFormat.table:
+        if output is not None:
+            from neuron_migrate.report.terminal import audit_text
+
+            output.parent.mkdir(parents=True, exist_ok=True)
+            output.write_text(audit_text(report, notes), encoding="utf-8")
+        terminal.show_audit(report, notes, fail_on, summary_only=output is not None)
+        return
+    text = render(report, output_format.value, rules=rules)
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf-8")
+    terminal.show_audit(report, notes, fail_on, summary_only=True)
+
+
 class RulesFormat(str, Enum):
     text = "text"
     markdown = "markdown"
@@ -174,6 +327,10 @@ def rules(
     """List the rules, or explain one with its before/after example."""
     rule = None
     if rule_id is not None:
+        hazard = catalog.hazard_text(rule_id)
+        if hazard is not None:
+            _print_hazard(rule_id, hazard, output_format)
+            return
         rule = catalog.find_rule(rule_id)
         if rule is None:
             raise _fail(_unknown_message(rule_id))
@@ -187,6 +344,15 @@ def rules(
         _print_rule_table()
     else:
         _print_rule(rule)
+
+
+def _print_hazard(hazard_id: str, text: str, output_format: RulesFormat) -> None:
+    from neuron_migrate.analyzers.hazards import catalog as hazard_catalog
+
+    if output_format is RulesFormat.json:
+        typer.echo(json.dumps(hazard_catalog()[hazard_id.strip().upper()], indent=2))
+    else:
+        typer.echo(text, nl=False)
 
 
 def _print_rule_table() -> None:

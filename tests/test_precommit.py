@@ -50,15 +50,15 @@ def _git(cwd: Path, env: dict[str, str], *args: str) -> None:
     subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
 
 
-def test_hooks_file_declares_both_hooks():
+def test_hooks_file_declares_the_hooks():
     yaml = pytest.importorskip("yaml")
     hooks = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
-    assert set(hooks) == {"neuron-migrate", "neuron-migrate-check"}
+    assert set(hooks) == {"neuron-migrate", "neuron-migrate-check", "neuron-migrate-audit"}
     assert hooks["neuron-migrate"]["entry"] == "neuron-migrate rewrite"
     assert hooks["neuron-migrate-check"]["entry"] == "neuron-migrate rewrite --check"
+    assert hooks["neuron-migrate-audit"]["entry"].startswith("neuron-migrate audit")
     for hook in hooks.values():
         assert hook["language"] == "python"
-        assert hook["types_or"] == ["python", "jupyter"]
 
 
 @pytest.fixture(scope="module")
@@ -117,3 +117,18 @@ def test_check_hook_fails_and_writes_nothing(user_repo, hook_env):
     assert result.returncode == 1, result.stdout + result.stderr
     assert "NM110" in result.stdout
     assert (user_repo / "train.py").read_text(encoding="utf-8") == EXAMPLE.before
+
+
+def test_audit_hook_fails_on_a_hazard_and_passes_once_fixed(user_repo, hook_env):
+    (user_repo / "train.py").write_text("import torch\n\nmodel = torch.compile(torch.nn.Linear(2, 2), dynamic=True)\n")
+    _git(user_repo, hook_env[1], "add", "train.py")
+    failing = _try_repo(user_repo, hook_env, "neuron-migrate-audit")
+    assert failing.returncode == 1, failing.stdout + failing.stderr
+    assert "NA104" in failing.stdout
+
+    (user_repo / "train.py").write_text(
+        "import torch\n\ntorch._dynamo.config.automatic_dynamic_shapes = False\n"
+        "model = torch.compile(torch.nn.Linear(2, 2))\n"
+    )
+    passing = _try_repo(user_repo, hook_env, "neuron-migrate-audit")
+    assert passing.returncode == 0, passing.stdout + passing.stderr

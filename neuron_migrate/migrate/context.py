@@ -6,7 +6,6 @@ marker de-duplication and the report behave identically for every rule.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -15,23 +14,9 @@ from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProv
 
 from neuron_migrate.report.model import INFO, MANUAL, REVIEW, SAFE, WARNING, Finding, Span
 from neuron_migrate.rules.base import RuleMeta
+from neuron_migrate.suppress import is_suppressed, suppressed_lines
 
-_IGNORE_RE = re.compile(r"#\s*neuron-migrate:\s*ignore(?:\[(?P<ids>[A-Za-z0-9_,\s]+)\])?")
 _EMPTY = cst.Module(body=[])
-
-
-def suppressed_lines(source: str) -> dict[int, frozenset[str] | None]:
-    """Line number -> rule ids ignored on it (``None`` = every rule)."""
-    out: dict[int, frozenset[str] | None] = {}
-    if "neuron-migrate:" not in source:
-        return out
-    for number, line in enumerate(source.splitlines(), start=1):
-        match = _IGNORE_RE.search(line)
-        if not match:
-            continue
-        ids = match.group("ids")
-        out[number] = None if ids is None else frozenset(i.strip().upper() for i in ids.split(",") if i.strip())
-    return out
 
 
 def root_name(node: cst.CSTNode) -> str:
@@ -130,6 +115,8 @@ class FileContext:
     cell: int | None = None
     findings: list[Finding] = field(default_factory=list)
     imports_needed: dict[str, ImportRequest] = field(default_factory=dict)
+    # start-up statement -> the comment that says why (see add_setup)
+    setup: dict[str, str] = field(default_factory=dict)
     existing_imports: dict[str, str] = field(default_factory=dict)
     existing_from_imports: dict[tuple[str, str], str] = field(default_factory=dict)
     module_names: set[str] = field(default_factory=set)
@@ -231,6 +218,37 @@ class FileContext:
         self.imports_needed[module] = ImportRequest(module, alias=alias)
         return wanted
 
+    def require_from_import(self, module: str, name: str) -> str:
+        """Make ``name`` from ``module`` usable here and return the expression that names it.
+
+        Reuses ``from module import name [as x]`` if the file has it, else schedules ``from module
+        import name`` (merged into the file's own ``from module import ...`` line when it has one).
+        When ``name`` already means something else in this file (a local class, or the legacy
+        import being replaced binds the same name) the dotted ``module.name`` is used instead.
+        """
+        bound = self.existing_from_imports.get((module, name))
+        if bound is not None:
+            return bound
+        key = f"from {module} import {name}"
+        if key in self.imports_needed:
+            return name
+        if name in self.module_names or name in self.import_bound or name in self.shim_bound:
+            return f"{self.require_import(module)}.{name}"
+        self.imports_needed[key] = ImportRequest(module, name=name)
+        return name
+
+    def add_setup(self, node: cst.CSTNode, code: str, why: str, *, unless: str) -> None:
+        """Run ``code`` once at start-up: it goes after the file's imports, with ``why`` as a comment.
+
+        Nothing is added when ``unless`` already appears in the file (the user set it some other
+        way). The edit is reported against ``node``, the call that made the setting necessary.
+        """
+        if unless in self.module.code or code in self.setup:
+            return
+        meta = self._require_rule()
+        self.setup[code] = why
+        self._record(meta, node, f"added `{code}` after the imports: {why}", SAFE, applied=True, after=code)
+
     @staticmethod
     def expr(text: str) -> cst.BaseExpression:
         return cst.parse_expression(text)
@@ -301,12 +319,7 @@ class FileContext:
             lines.add(stmt_span.line)
             if isinstance(stmt, cst.SimpleStatementLine):
                 lines.add(stmt_span.end_line)
-        for line in lines:
-            if line in self._suppressed:
-                ids = self._suppressed[line]
-                if ids is None or rule_id in ids:
-                    return True
-        return False
+        return is_suppressed(self._suppressed, rule_id, lines)
 
     def record_suppressed(self, meta: RuleMeta, node: cst.CSTNode) -> None:
         self._record(meta, node, f"{meta.title} (suppressed by comment)", meta.safety, applied=False, suppressed=True)

@@ -159,6 +159,8 @@ class MigrationTransformer(cst.CSTTransformer):
             self.ctx.statement_stack.pop()
         elif isinstance(original, (cst.IndentedBlock, cst.Module)):
             result = self._drop_deleted_lines(result)
+            if isinstance(result, cst.Module):
+                result = _without_header_repeats(result)
         return result
 
     def _note_statement_call(self, line: cst.SimpleStatementLine) -> None:
@@ -405,6 +407,19 @@ def _with_comments(node, comments: list[str]):
     return node.with_changes(leading_lines=[*node.leading_lines, *new_lines])
 
 
+def _without_header_repeats(module: cst.Module) -> cst.Module:
+    """Comments above a file's first statement parse as the module header, so on a second run the
+    markers given to that statement are there already: drop the repeats (keeps the fixpoint)."""
+    if not module.body or not module.header or not hasattr(module.body[0], "leading_lines"):
+        return module
+    header = {line.comment.value.strip() for line in module.header if line.comment is not None}
+    first = module.body[0]
+    lines = [line for line in first.leading_lines if line.comment is None or line.comment.value.strip() not in header]
+    if len(lines) == len(first.leading_lines):
+        return module
+    return module.with_changes(body=[first.with_changes(leading_lines=lines), *module.body[1:]])
+
+
 def _code_of_result(result) -> str:
     if isinstance(result, cst.FlattenSentinel):
         return "".join(code_of(n) for n in result.nodes)
@@ -441,7 +456,9 @@ def migrate_python(
         _report_removed_imports(ctx, plan, transformer.import_statements, removed)
         changed = changed or bool(removed)
     if ctx.imports_needed and changed:
-        new_module = import_edits.add_imports(new_module, [r.statement() for r in ctx.imports_needed.values()])
+        new_module = import_edits.add_imports(new_module, list(ctx.imports_needed.values()))
+    if ctx.setup and changed:
+        new_module = import_edits.add_setup(new_module, ctx.setup)
     code = new_module.code
     if code != source:
         _check_parses(code, path, ctx.findings)

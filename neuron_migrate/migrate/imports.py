@@ -21,7 +21,10 @@ def is_legacy_import_block(block, legacy_prefixes: tuple[str, ...]) -> bool:
             if isinstance(small, cst.Import):
                 names = [code_of(a.name) for a in small.names]
             elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
-                names = [code_of(small.module)]
+                module = code_of(small.module)
+                names = [module]
+                if not isinstance(small.names, cst.ImportStar):
+                    names += [f"{module}.{code_of(a.name)}" for a in small.names]
             else:
                 continue
             if any(_is_legacy(n, legacy_prefixes) for n in names):
@@ -176,11 +179,14 @@ class _LegacyImportRemover(cst.CSTTransformer):
     def leave_ImportFrom(self, original, updated: cst.ImportFrom):
         if updated.relative or updated.module is None or isinstance(updated.names, cst.ImportStar):
             return updated
-        if not _is_legacy(code_of(updated.module), self.legacy_prefixes):
-            return updated
+        module = code_of(updated.module)
         keep = []
         for alias in updated.names:
-            if (alias.asname.name.value if alias.asname else code_of(alias.name)) in self.used:
+            # A legacy API may live in a module that is not legacy as a whole (torch_neuronx.trace).
+            legacy = _is_legacy(module, self.legacy_prefixes) or _is_legacy(
+                f"{module}.{code_of(alias.name)}", self.legacy_prefixes
+            )
+            if not legacy or (alias.asname.name.value if alias.asname else code_of(alias.name)) in self.used:
                 keep.append(alias)
             else:
                 self.removed.append(f"from {code_of(updated.module)} import {code_of(alias.name)}{as_clause(alias)}")
@@ -238,11 +244,34 @@ def is_shim(node: cst.CSTNode, legacy_prefixes: tuple[str, ...]) -> bool:
     return False
 
 
-def add_imports(module: cst.Module, statements: list[str]) -> cst.Module:
-    """Insert ``statements`` (sorted, once) after the file's leading import block."""
+def add_imports(module: cst.Module, requests) -> cst.Module:
+    """Add the requested imports once: names from a module the file already imports from join
+    that ``from ... import`` line; the rest go, sorted, after the file's leading import block."""
+    if not requests:
+        return module
+    module, remaining = _extend_from_imports(module, requests)
+    # Sorted by module, whichever import form, the way isort's force_sort_within_sections does.
+    statements = sorted({_statement(group) for group in _grouped(remaining)}, key=_module_key)
     if not statements:
         return module
-    new = [cst.parse_statement(s + "\n") for s in sorted(set(statements))]
+    new = [cst.parse_statement(s + "\n") for s in statements]
+    return _insert_after_imports(module, new)
+
+
+def add_setup(module: cst.Module, setup: dict[str, str]) -> cst.Module:
+    """Insert start-up statements (each under its comment) after the import block."""
+    new = []
+    for code, why in setup.items():
+        statement = cst.parse_statement(code + "\n")
+        if why:
+            statement = statement.with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(f"# {why}"))])
+        new.append(statement)
+    if new and not any(line.comment is None for line in new[0].leading_lines):
+        new[0] = new[0].with_changes(leading_lines=[cst.EmptyLine(), *new[0].leading_lines])
+    return _insert_after_imports(module, new)
+
+
+def _insert_after_imports(module: cst.Module, new: list[cst.BaseStatement]) -> cst.Module:
     body = list(module.body)
     position = _insert_position(body)
     rest = body[position:]
@@ -252,6 +281,69 @@ def add_imports(module: cst.Module, statements: list[str]) -> cst.Module:
         gap = 2 if isinstance(rest[0], (cst.FunctionDef, cst.ClassDef)) else 1
         rest[0] = rest[0].with_changes(leading_lines=[*[cst.EmptyLine()] * gap, *rest[0].leading_lines])
     return module.with_changes(body=[*body[:position], *new, *rest])
+
+
+def _grouped(requests):
+    """Plain imports one by one; ``from`` imports grouped per module."""
+    names: dict[str, list] = {}
+    for request in requests:
+        if request.name:
+            names.setdefault(request.module, []).append(request)
+        else:
+            yield (request,)
+    yield from (tuple(group) for group in names.values())
+
+
+def _module_key(statement: str) -> tuple[str, str]:
+    return statement.split()[1].lower(), statement
+
+
+def _statement(group) -> str:
+    if len(group) == 1:
+        return group[0].statement()
+    return f"from {group[0].module} import {', '.join(sorted(r.name for r in group))}"
+
+
+def _extend_from_imports(module: cst.Module, requests):
+    """Append requested names to the file's own top-level ``from <module> import a, b`` lines."""
+    wanted: dict[str, list[str]] = {}
+    for request in requests:
+        if request.name and not request.alias:
+            wanted.setdefault(request.module, []).append(request.name)
+    if not wanted:
+        return module, list(requests)
+    extended: set[str] = set()
+    body = []
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+            small = stmt.body[0]
+            target = _extendable_module(small)
+            if target in wanted and target not in extended:
+                extended.add(target)
+                stmt = stmt.with_changes(body=[_with_names(small, wanted[target])])
+        body.append(stmt)
+    remaining = [r for r in requests if not (r.name and not r.alias and r.module in extended)]
+    return module.with_changes(body=body), remaining
+
+
+def _extendable_module(small) -> str:
+    if not isinstance(small, cst.ImportFrom) or small.relative or small.module is None:
+        return ""
+    if isinstance(small.names, cst.ImportStar) or small.lpar is not None:
+        return ""
+    return code_of(small.module)
+
+
+def _with_names(node: cst.ImportFrom, names: list[str]) -> cst.ImportFrom:
+    present = [code_of(alias.name) for alias in node.names]
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    aliases = [alias.with_changes(comma=comma) for alias in node.names]
+    aliases += [cst.ImportAlias(name=cst.Name(name), comma=comma) for name in sorted(set(names) - set(present))]
+    if present == sorted(present, key=str.lower):
+        # The line was sorted: keep it sorted.
+        aliases.sort(key=lambda alias: code_of(alias.name).lower())
+    aliases[-1] = aliases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return node.with_changes(names=aliases)
 
 
 def _is_import_line(stmt) -> bool:

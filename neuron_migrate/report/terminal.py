@@ -29,6 +29,7 @@ LIST_LIMIT = 40
 _POSITION = re.compile(r"(?P<pos>\d+:\d+):\s*")
 
 SAFETY_STYLE = {SAFE: "green", REVIEW: "yellow", MANUAL: "red"}
+SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "cyan"}
 
 
 def is_plain(stream: TextIO) -> bool:
@@ -74,6 +75,39 @@ def _changed_word(mode: str) -> str:
     return "changed" if mode == "write" else "would change"
 
 
+def audit_summary(report: Report) -> str:
+    live = [f for f in report.findings if not f.suppressed]
+    counts = {level: sum(1 for f in live if f.severity == level) for level in ("error", "warning", "info")}
+    confirmed = sum(1 for f in live if f.evidence == "static+runtime")
+    runtime = sum(1 for f in live if f.evidence == "runtime")
+    parts = [f"{counts[level]} {level}" for level in counts]
+    text = f"neuron-migrate audit: {len(report.files)} files, {', '.join(parts)}"
+    if confirmed or runtime:
+        text += f"; {confirmed} confirmed by the run, {runtime} seen only at run time"
+    hidden = sum(1 for f in report.findings if f.suppressed)
+    return text + (f"; {hidden} suppressed" if hidden else "")
+
+
+def audit_line(finding: Finding) -> str:
+    evidence = "" if finding.evidence == "static" else f" ({finding.evidence})"
+    return f"{location(finding)}: {finding.rule} [{finding.severity}]{evidence} {finding.message}"
+
+
+def audit_text(report: Report, notes=()) -> str:
+    """The plain-text audit: one line per finding with its fix, then notes and the summary."""
+    lines = []
+    for f in sorted((f for f in report.findings if not f.suppressed), key=_order):
+        lines.append(audit_line(f))
+        if f.fix:
+            lines.append(f"    fix: {f.fix}")
+    for fr in report.files:
+        if fr.status == FAILED:
+            lines.append(error_line(fr.path, fr.error))
+    lines.extend(notes)
+    lines.append(audit_summary(report))
+    return "\n".join(lines) + "\n"
+
+
 def summary_line(report: Report) -> str:
     """The one line ``--quiet`` keeps."""
     t = report.totals()
@@ -114,6 +148,40 @@ class Terminal:
             self._plain(report, report_path)
         else:
             self._rich(report, report_path)
+
+    def show_audit(self, report: Report, notes=(), fail_on: str = "warning", *, summary_only: bool = False) -> None:
+        """An audit: findings with their fixes, grouped by file on a terminal; errors on stderr."""
+        self.errors(report)
+        if self.quiet or summary_only:
+            for note in notes:
+                print(note, file=self.out)
+            print(audit_summary(report), file=self.out)
+        elif self.plain:
+            text = audit_text(report, notes)
+            failed = [error_line(fr.path, fr.error) for fr in report.files if fr.status == FAILED]
+            print("\n".join(line for line in text.splitlines() if line not in failed), file=self.out)
+        else:
+            self._rich_audit(report, notes)
+
+    def _rich_audit(self, report: Report, notes) -> None:
+        console = self.console
+        live = sorted((f for f in report.findings if not f.suppressed), key=_order)
+        current = None
+        for f in live[:LIST_LIMIT]:
+            if f.path != current:
+                current = f.path
+                console.print(f"\n[bold]{escape(f.path)}[/]")
+            style = SEVERITY_STYLE.get(f.severity, "")
+            evidence = "" if f.evidence == "static" else f" [magenta]({f.evidence})[/]"
+            where = f"cell {f.cell}:" if f.cell is not None else ""
+            console.print(f"  {where}{f.span.line}:{f.span.column} [{style}]{f.rule}[/]{evidence} {escape(f.message)}")
+            if f.fix:
+                console.print(f"      [dim]fix:[/] {escape(f.fix)}")
+        _more(console, len(live))
+        for note in notes:
+            console.print(escape(note))
+        console.print()
+        console.print(escape(audit_summary(report)))
 
     def _plain(self, report: Report, report_path: str | None) -> None:
         lines = [finding_line(f) for f in sorted(report.findings, key=_order) if not f.suppressed]

@@ -13,11 +13,34 @@ FAMILIES = (
     "xla_amp",
     "xla_debug",
     "env_vars",
+    "optimum_training",
+    "optimum_inference",
+    "optimum_diffusers",
+    "neuronx_trace",
+    "neuronx_distributed",
 )
 
-# Modules whose every import is legacy-only; imports of them are removed once unused, and any
-# reference to them that no rule migrates is reported (NM100). Later families extend this.
-LEGACY_MODULES = ("torch_xla",)
+# Modules (and single APIs) that exist only on the legacy stack: imports of them are removed once
+# unused, and any reference to them that no rule migrates is reported (NM100). torch_neuronx itself
+# is the TorchNeuron package too, so only its XLA-era parts are listed.
+LEGACY_MODULES = (
+    "torch_xla",
+    "optimum.neuron",
+    "neuronx_distributed",
+    "torch_neuronx.xla_impl",
+    "torch_neuronx.experimental",
+    "torch_neuronx.testing",
+    "torch_neuronx.pyhlo",
+    "torch_neuronx.trace",
+    "torch_neuronx.analyze",
+    "torch_neuronx.DataParallel",
+    "torch_neuronx.lazy_load",
+    "torch_neuronx.async_load",
+    "torch_neuronx.replace_weights",
+    "torch_neuronx.move_trace_to_device",
+    "torch_neuronx.dynamic_batch",
+    "torch_neuronx.nki_jit",
+)
 
 _loaded = False
 

@@ -63,12 +63,19 @@ def find_rule(rule_id: str) -> type[Rule] | None:
 _LOOKALIKES = str.maketrans({"O": "0", "I": "1", "L": "1"})
 
 
+def known_ids() -> list[str]:
+    """Rewrite rule ids and audit hazard ids: both are valid in --select / --ignore."""
+    from neuron_migrate.analyzers.hazards import HAZARDS
+
+    return [rule.meta.id for rule in all_rules()] + list(HAZARDS)
+
+
 def close_ids(text: str, limit: int = 5) -> list[str]:
     """Known rule ids that look like ``text``: ids it is a prefix of first, then spelling neighbours."""
     wanted = text.strip().upper()
     if wanted[:2] == "NM":
         wanted = "NM" + wanted[2:].translate(_LOOKALIKES)
-    ids = [rule.meta.id for rule in all_rules()]
+    ids = known_ids()
     prefixed = [i for i in ids if wanted and i.startswith(wanted)]
     similar = difflib.get_close_matches(wanted, ids, n=limit, cutoff=0.6)
     out = list(dict.fromkeys([*prefixed, *similar]))
@@ -79,7 +86,7 @@ def unknown_selectors(selectors) -> list[str]:
     """The ``--select``/``--ignore`` entries that match no rule id as an id or a prefix."""
     if not selectors:
         return []
-    ids = [rule.meta.id for rule in all_rules()]
+    ids = known_ids()
     bad = []
     for selector in selectors:
         wanted = selector.strip().upper()
@@ -196,7 +203,41 @@ def markdown() -> str:
             family = _family(rule.meta.id)
             out += ["", f"## {family}"]
         out += ["", rule_markdown(rule, level=3)]
+    out += ["", hazards_markdown()]
     return "\n".join(out) + "\n"
+
+
+def hazards_markdown() -> str:
+    """The audit's hazard ids, appended to the reference."""
+    from neuron_migrate.analyzers.hazards import HAZARDS
+
+    out = [
+        "## Audit findings (`neuron-migrate audit`)",
+        "",
+        "Hazards on the native backend, reported by the audit and never rewritten. NA1xx-NA4xx come from",
+        "reading the code; NA5xx only from a run (`audit --run`). See [audit.md](audit.md).",
+        "",
+        "| ID | title | severity | what happens | fix |",
+        "|---|---|---|---|---|",
+    ]
+    for hazard in HAZARDS.values():
+        cells = [hazard.id, hazard.title, hazard.severity, hazard.why, hazard.fix]
+        out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(out)
+
+
+def hazard_text(hazard_id: str) -> str | None:
+    """``neuron-migrate rules NA201``: one audit id explained; None for an unknown id."""
+    from neuron_migrate.analyzers.hazards import HAZARDS
+
+    hazard = HAZARDS.get(hazard_id.strip().upper())
+    if hazard is None:
+        return None
+    lines = [f"{hazard.id}: {hazard.title}", "", f"severity: {hazard.severity} (audit finding; never rewritten)", ""]
+    lines += [f"what happens: {hazard.why}", f"fix: {hazard.fix}"]
+    if hazard.docs:
+        lines += ["", "docs:", *(f"  {url}" for url in hazard.docs)]
+    return "\n".join(lines) + "\n"
 
 
 def rule_markdown(rule: type[Rule], level: int = 2) -> str:

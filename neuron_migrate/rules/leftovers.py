@@ -37,10 +37,12 @@ class UnmigratedLegacyReference(Rule):
 
     @staticmethod
     def message_for(qname: str) -> str:
-        root = qname.split(".")[0]
+        from neuron_migrate.rules import LEGACY_MODULES
+
+        legacy = next((p for p in LEGACY_MODULES if qname == p or qname.startswith(p + ".")), qname.split(".")[0])
         return (
             f"`{qname}` has no TorchNeuron equivalent known to neuron-migrate; "
-            f"replace it by hand, then drop the {root} import"
+            f"replace it by hand, then drop the {legacy} import"
         )
 
     @staticmethod

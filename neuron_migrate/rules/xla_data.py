@@ -476,7 +476,7 @@ class _DeviceLoaderRule(Rule):
 @register
 class MpDeviceLoaderRemoval(_DeviceLoaderRule):
     """``pl.MpDeviceLoader(loader, device)`` -> ``loader``; each loop over it moves its batch with
-    ``.to(device)`` (api-map 3.3; TorchNeuron is used like any PyTorch device, Neuron "What changes
+    ``.to(device)`` (TorchNeuron is used like any PyTorch device, Neuron "What changes
     are needed?")."""
 
     meta = RuleMeta(
@@ -702,7 +702,7 @@ class SpawnToTorchrun(Rule):
 @register
 class MpModelWrapperRemoval(Rule):
     """``xmp.MpModelWrapper(model)`` -> ``model``: it only shared host memory between forked workers
-    (api-map 3.3); torchrun workers each build their model."""
+   ; torchrun workers each build their model."""
 
     meta = RuleMeta(
         "NM143",
@@ -739,7 +739,7 @@ class MpModelWrapperRemoval(Rule):
 @register
 class MpSerialExecutorManual(Rule):
     """``xmp.MpSerialExecutor`` serialized a function across forked workers; there is no TorchNeuron
-    counterpart (api-map 3.3), so the call sites are marked for a human."""
+    counterpart, so the call sites are marked for a human."""
 
     meta = RuleMeta(
         "NM144",

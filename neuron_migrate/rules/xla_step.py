@@ -182,7 +182,7 @@ STEP_CONTEXTS = frozenset({"torch_xla.step", "torch_xla.torch_xla.step"})
 
 @register
 class StepContextRemoval(Rule):
-    """``with torch_xla.step():`` bounded one lazy graph; eager code needs no such scope (api-map 3.1)."""
+    """``with torch_xla.step():`` bounded one lazy graph; eager code needs no such scope."""
 
     meta = RuleMeta(
         "NM111",
@@ -258,7 +258,7 @@ ALL_REDUCE_LOOP = (
 @register
 class OptimizerStep(Rule):
     """``xm.optimizer_step(opt)`` was ``reduce_gradients(opt)`` + ``opt.step()``: the cross-replica
-    gradient all-reduce must come from DDP/FSDP on TorchNeuron (api-map 3.1; Neuron distributed guide).
+    gradient all-reduce must come from DDP/FSDP on TorchNeuron (Neuron distributed guide).
 
     Reviewed by default; safe when the file wraps its model in DDP/FSDP, which does the averaging.
     """
@@ -489,7 +489,7 @@ EAGER_CONTEXTS = frozenset(
 @register
 class LazyModeToggleRemoval(Rule):
     """Switches between lazy and eager execution, and forced materialisation: TorchNeuron is always
-    eager (Neuron eager docs; api-map 3.1 ``xm.unlazy``, ``eager_mode``)."""
+    eager (Neuron eager docs; ``xm.unlazy``, ``eager_mode``)."""
 
     meta = RuleMeta(
         "NM115",

@@ -149,6 +149,15 @@ def _patch_accelerator_synchronize() -> None:
     torch.accelerator.synchronize = synchronize
 
 
+def _register_pinned_memory() -> None:
+    """DataLoader(pin_memory=True), the Trainer's default, pins host batches for the accelerator. Python hooks
+    cannot provide a pinned allocator in this PyTorch, and page-locked memory would buy nothing here: a copy in
+    ordinary memory behaves the same for the program."""
+    library = torch.library.Library("aten", "IMPL")
+    library.impl("_pin_memory", lambda self, device=None: self.clone(), "CPU")
+    _libraries.append(library)
+
+
 def install() -> None:
     torch.utils.rename_privateuse1_backend("neuron")
     torch._register_device_module("neuron", device_module)
@@ -157,6 +166,7 @@ def install() -> None:
     torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=False)
     _tensor._state["device"] = torch.device("neuron", 0)
     _register_kernels()
+    _register_pinned_memory()
     autocast.install()
     torch.Generator = Generator
     _patch_load()

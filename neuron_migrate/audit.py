@@ -1,0 +1,209 @@
+"""``neuron-migrate audit``: what will break, recompile or fall back on the native backend.
+
+Two sources feed one report. The rewrite engine, run without writing, lists every legacy API
+still in the code with the edit that would migrate it (NMxxx ids). The static hazard checks
+(NAxxx ids, ``analyzers/static``) list what will recompile, break graphs or fall back. With
+``--run`` the runtime analyzer adds what an instrumented run saw; static findings the run
+confirmed are marked ``static+runtime``.
+
+A baseline file records the fingerprints of today's findings, so later runs fail only on new
+ones (a ratchet for CI).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from neuron_migrate import __version__
+from neuron_migrate.analyzers.hazards import SEVERITY_ORDER, selected
+from neuron_migrate.config import Config
+from neuron_migrate.migrate import parallel
+from neuron_migrate.migrate.discover import discover
+from neuron_migrate.migrate.runner import display_path
+from neuron_migrate.report.model import ERROR, FAILED, SKIPPED, FileResult, Finding, Report
+
+COMMAND = "audit"
+FAIL_LEVELS = ("info", "warning", "error", "never")
+BASELINE_VERSION = 1
+STATIC_AND_RUNTIME = "static+runtime"
+
+
+@dataclass
+class HazardTask:
+    path: str  # as reported
+    real: str
+
+
+def audit(paths: Sequence[Path | str], config: Config, progress=None) -> Report:
+    """Legacy APIs and hazards in ``paths``; nothing is written or executed."""
+    started = time.perf_counter()
+    cwd = Path.cwd()
+    found = discover(paths, config)
+    python = [s for s in found.files if s.kind == "python"]
+    tasks = [HazardTask(display_path(s.path, cwd), str(s.real)) for s in python]
+    files = {t.path: FileResult(t.path) for t in tasks}
+
+    outcomes = parallel.map_in_order(scan_file, tasks, config.workers, _no_setup)
+    for done, (task, outcome) in enumerate(zip(tasks, outcomes), start=1):
+        files[task.path].findings.extend(f for f in outcome.findings if selected(f.rule, config.select, config.ignore))
+        if outcome.error:
+            files[task.path].status = FAILED
+            files[task.path].error = outcome.error
+        if progress is not None:
+            progress(done, len(tasks), task.path)
+
+    for result in _legacy_results(paths, config):
+        target = files.setdefault(result.path, FileResult(result.path))
+        target.findings[:0] = [as_audit_finding(f) for f in result.findings]
+        if result.status == FAILED and target.status != FAILED:
+            target.status, target.error = FAILED, result.error
+
+    for skipped in found.skipped:
+        files[display_path(skipped.path, cwd)] = FileResult(display_path(skipped.path, cwd), SKIPPED, error=skipped.reason)
+    for error in found.errors:
+        path = display_path(error.path, cwd)
+        files[path] = FileResult(path, FAILED, error=f"{path}: {error.reason}")
+
+    report = Report(tool_version=__version__, command=COMMAND, mode="static")
+    report.files = sorted(files.values(), key=lambda r: r.path)
+    for result in report.files:
+        result.findings.sort(key=lambda f: (f.cell or 0, f.span.line, f.span.column, f.rule))
+    report.duration_seconds = time.perf_counter() - started
+    return report
+
+
+def empty_report() -> Report:
+    """The report of a run-only audit, before the runtime findings are merged in."""
+    return Report(tool_version=__version__, command=COMMAND, mode="runtime")
+
+
+@dataclass
+class ScanOutcome:
+    findings: list[Finding]
+    error: str = ""
+
+
+# Every hazard check needs one of these words in the file, so files without any are settled by a
+# byte scan: most of a large repository never touches torch, tokenizers or CUDA.
+HAZARD_TRIGGERS = (
+    b"torch", b"transformers", b"trl", b"optimum", b"triton", b"cuda", b"nccl", b"NCCL",
+    b"padding", b"DataCollator", b"DataLoader", b"SFTConfig", b"AutoModel", b"generation_config",
+)
+
+
+def scan_file(task: HazardTask) -> ScanOutcome:
+    """Runs in a worker: one file's hazards. A file that does not parse is reported, never raised."""
+    from neuron_migrate.analyzers.static import scan_source
+
+    try:
+        with open(task.real, "rb") as fh:
+            data = fh.read()
+        if not any(word in data for word in HAZARD_TRIGGERS):
+            return ScanOutcome([])
+        source = data.decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        return ScanOutcome([], f"{task.path}: cannot be read: {exc}")
+    try:
+        return ScanOutcome(scan_source(source, task.path))
+    except SyntaxError as exc:
+        return ScanOutcome([], f"{task.path}:{exc.lineno}:{(exc.offset or 0)}: does not parse: {exc.msg}")
+
+
+def _no_setup() -> None:
+    """Workers need nothing prepared: the checks import on first use."""
+
+
+def _legacy_results(paths, config: Config) -> list[FileResult]:
+    """The rewrite engine in check mode: every legacy API left, with the edit that migrates it."""
+    from neuron_migrate.migrate.runner import run
+
+    return run(paths, config, mode="check").files
+
+
+def as_audit_finding(finding: Finding) -> Finding:
+    """A rewrite finding seen from the audit: nothing was changed, and legacy code will not run."""
+    if finding.applied:
+        fix = f"`neuron-migrate rewrite` makes this edit: {finding.after or '(removes it)'}"
+        if finding.fix:
+            fix += f"; then check: {finding.fix}"
+        message = f"legacy API, `neuron-migrate rewrite` fixes it: {finding.message}"
+        return replace(finding, applied=False, severity=ERROR, message=message, fix=fix)
+    return replace(finding, severity=ERROR, message=f"legacy API: {finding.message}")
+
+
+# ----- merging a run ------------------------------------------------------------------------------
+
+
+def merge_runtime(report: Report, runtime: Sequence[Finding]) -> Report:
+    """Add runtime findings: one with the fingerprint of a static finding confirms it, the others
+    are runtime-only evidence."""
+    by_fingerprint = {f.fingerprint: f for f in report.findings}
+    files = {fr.path: fr for fr in report.files}
+    for finding in runtime:
+        twin = by_fingerprint.get(finding.fingerprint)
+        if twin is not None:
+            twin.evidence = STATIC_AND_RUNTIME
+            seen = finding.message if finding.message.startswith("confirmed") else f"confirmed by the run: {finding.message}"
+            twin.message = f"{twin.message} ({seen})"
+            continue
+        files.setdefault(finding.path, FileResult(finding.path)).findings.append(finding)
+        by_fingerprint[finding.fingerprint] = finding
+    report.files = sorted(files.values(), key=lambda r: r.path)
+    return report
+
+
+# ----- gates --------------------------------------------------------------------------------------
+
+
+def exit_code(report: Report, fail_on: str) -> int:
+    if report.count(FAILED):
+        return 2
+    if fail_on == "never":
+        return 0
+    threshold = SEVERITY_ORDER[fail_on]
+    live = (f for f in report.findings if not f.suppressed)
+    return 1 if any(SEVERITY_ORDER.get(f.severity, 0) >= threshold for f in live) else 0
+
+
+def apply_baseline(report: Report, path: Path) -> int:
+    """Mark findings recorded in the baseline as suppressed; returns how many were."""
+    known = load_baseline(path)
+    count = 0
+    for finding in report.findings:
+        if finding.fingerprint in known and not finding.suppressed:
+            finding.suppressed = True
+            count += 1
+    return count
+
+
+def load_baseline(path: Path) -> set[str]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BaselineError(f"{path}: cannot read the baseline: {exc}") from None
+    if not isinstance(data, dict) or data.get("version") != BASELINE_VERSION:
+        raise BaselineError(f"{path}: not a neuron-migrate baseline (version {BASELINE_VERSION})")
+    return set(data.get("findings", {}))
+
+
+def write_baseline(report: Report, path: Path) -> int:
+    """Record every unsuppressed finding; returns how many."""
+    findings = {
+        f.fingerprint: {"rule": f.rule, "path": f.path, "line": f.span.line, "code": f.before}
+        for f in report.findings
+        if not f.suppressed
+    }
+    data = {"version": BASELINE_VERSION, "tool": f"neuron-migrate {__version__}", "findings": dict(sorted(findings.items()))}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    from neuron_migrate.migrate.write import atomic_write
+
+    atomic_write(path, (json.dumps(data, indent=2) + "\n").encode("utf-8"))
+    return len(findings)
+
+
+class BaselineError(Exception):
+    pass

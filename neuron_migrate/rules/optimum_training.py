@@ -1,0 +1,2034 @@
+"""optimum-neuron training -> stock Transformers, TRL, PEFT and Accelerate on the ``neuron`` device.
+
+optimum-neuron wrapped each Hugging Face training class for the XLA stack (``NeuronTrainer``,
+``NeuronTrainingArguments``, ``NeuronSFTTrainer``, ``NeuronAccelerator``, its own model classes and
+``TrainingNeuronConfig``). On TorchNeuron the stock classes run natively: the Neuron device is part of
+``TrainingArguments``, ``torch_compile_backend="neuron"`` compiles the step, and tensor parallelism is a
+``transformers.distributed.DistributedConfig`` given where the model is built. This module renames
+the classes, maps their arguments (tables in :mod:`neuron_migrate.rules.hf_fields`) and leaves a TODO
+where a Neuron-only concept has no stock counterpart.
+
+Sources: https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/torchneuron-resources.html
+(the HF libraries need no Neuron layer), the optimum-neuron 0.4.5 classes, and the TrainingArguments /
+SFTConfig / DistributedConfig of the transformers and TRL releases that support the neuron device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import libcst as cst
+from libcst.metadata import ScopeProvider
+
+from neuron_migrate.migrate.context import code_of, root_name
+from neuron_migrate.rules import hf_fields as hf
+from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleMeta, StatementReplacement, register
+from neuron_migrate.rules.calls import UNKNOWN, bind_args, keyword_arg, literal, new_keyword
+from neuron_migrate.rules.optimum_names import optimum_names, with_methods
+from neuron_migrate.rules.xla_step import source_text, unwrap_with, with_args
+
+NEURON_DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest"
+DOCS_HF = f"{NEURON_DOCS}/torch/reference/torchneuron-resources.html"
+DOCS_FINE_TUNING = f"{NEURON_DOCS}/torch/tutorials/tutorial-hf-fine-tuning.html"
+DOCS_COMPILE = f"{NEURON_DOCS}/torch/compile/reference-torch-compile.html"
+DOCS_DISTRIBUTED = f"{NEURON_DOCS}/torch/guides/torch-distributed.html"
+DOCS_TRAINING_ARGS = "https://huggingface.co/docs/transformers/main_classes/trainer#transformers.TrainingArguments"
+DOCS_SFT = "https://huggingface.co/docs/trl/sft_trainer"
+DOCS_ORPO = "https://huggingface.co/docs/trl/orpo_trainer"
+DOCS_ACCELERATE = "https://huggingface.co/docs/accelerate/package_reference/accelerator"
+DOCS_PEFT = "https://huggingface.co/docs/peft/package_reference/peft_model"
+DOCS_DISTRIBUTED_CONFIG = "https://huggingface.co/docs/transformers/main/en/perf_infer_gpu_multi"
+
+TRIGGERS = (b"optimum",)
+
+# The start-up settings of NM217 and why each is there.
+DYNAMIC_SHAPES_WHY = (
+    "the neuron compile backend wants static shapes: recompile per shape instead of tracing dynamic dims"
+)
+ASYNC_LOAD_WHY = "transformers' threaded weight loading can hang on the neuron device"
+STARTUP = (
+    f"# {DYNAMIC_SHAPES_WHY}\n"
+    "torch._dynamo.config.automatic_dynamic_shapes = False\n"
+    f"# {ASYNC_LOAD_WHY}\n"
+    'os.environ.setdefault("HF_DEACTIVATE_ASYNC_LOAD", "1")\n\n'
+)
+
+
+# ----- the legacy classes and where they go ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """A stock replacement: ``from module import name``; ``owner`` keys its fields in hf_fields."""
+
+    module: str
+    name: str
+    owner: str = ""
+    sft: bool = False
+    # The legacy positional parameters, when known: positionals past ``keep`` become keywords.
+    legacy_params: tuple[str, ...] = ()
+    keep: int = 0
+
+
+NEURON_TRAINER_PARAMS = (
+    "model", "args", "data_collator", "train_dataset", "eval_dataset", "processing_class", "callbacks",
+    "optimizers", "optimizer_cls_and_kwargs", "tokenizer",
+)  # fmt: skip
+NEURON_SFT_TRAINER_PARAMS = (
+    "model", "args", "data_collator", "train_dataset", "eval_dataset", "processing_class", "compute_loss_func",
+    "compute_metrics", "callbacks", "optimizers", "optimizer_cls_and_kwargs", "preprocess_logits_for_metrics",
+    "peft_config", "formatting_func",
+)  # fmt: skip
+
+TRAINERS = {
+    **dict.fromkeys(
+        optimum_names("NeuronTrainer", "trainers", "trainers.transformers", "trainers.trainers"),
+        Target("transformers", "Trainer", legacy_params=NEURON_TRAINER_PARAMS, keep=6),
+    ),
+    **dict.fromkeys(
+        optimum_names("Seq2SeqNeuronTrainer", "trainers", "trainers.trainers"),
+        Target("transformers", "Seq2SeqTrainer", keep=6),
+    ),
+}
+SFT_TRAINERS = dict.fromkeys(
+    optimum_names("NeuronSFTTrainer", "trainers", "trainers.sft_trainer", "trainers.trainers"),
+    Target("trl", "SFTTrainer", legacy_params=NEURON_SFT_TRAINER_PARAMS, keep=12),
+)
+ARGUMENTS = {
+    **dict.fromkeys(
+        optimum_names("NeuronTrainingArguments", "trainers", "trainers.training_args", "training_args"),
+        Target(
+            "transformers", "TrainingArguments", "TrainingArguments", legacy_params=hf.NEURON_ARGUMENT_ORDER, keep=1
+        ),
+    ),
+    **dict.fromkeys(
+        optimum_names("Seq2SeqNeuronTrainingArguments", "training_args"),
+        Target("transformers", "Seq2SeqTrainingArguments", "Seq2SeqTrainingArguments", keep=1),
+    ),
+}
+SFT_CONFIGS = dict.fromkeys(
+    optimum_names("NeuronSFTConfig", "trainers", "trainers.sft_config", "trainers.trl_utils", "utils.trl_utils"),
+    Target("trl", "SFTConfig", "SFTConfig", sft=True, keep=1),
+)
+ORPO_TRAINERS = dict.fromkeys(
+    optimum_names("NeuronORPOTrainer", "trainers", "trainers.trainers", "trainers.orpo_trainer"),
+    Target("trl", "ORPOTrainer", keep=6),
+)
+ORPO_CONFIGS = dict.fromkeys(
+    optimum_names("NeuronORPOConfig", "trainers", "trainers.trl_utils", "utils.trl_utils"),
+    Target("trl", "ORPOConfig", "ORPOConfig", keep=1),
+)
+PARSERS = dict.fromkeys(
+    optimum_names("NeuronHfArgumentParser", "hf_argparser"), Target("transformers", "HfArgumentParser")
+)
+ACCELERATE = {
+    **dict.fromkeys(
+        optimum_names("NeuronAccelerator", "accelerate", "accelerate.accelerator"), Target("accelerate", "Accelerator")
+    ),
+    **dict.fromkeys(
+        optimum_names("NeuronAcceleratorState", "accelerate", "accelerate.state"),
+        Target("accelerate.state", "AcceleratorState"),
+    ),
+    **dict.fromkeys(
+        optimum_names("NeuronPartialState", "accelerate", "accelerate.state"), Target("accelerate", "PartialState")
+    ),
+}
+PEFT = {
+    **dict.fromkeys(
+        optimum_names("get_peft_model", "peft", "peft.mapping_func", "utils", "utils.peft_utils", top_level=False),
+        Target("peft", "get_peft_model"),
+    ),
+    **dict.fromkeys(
+        optimum_names("NeuronPeftModel", "peft", "peft.peft_model", top_level=False), Target("peft", "PeftModel")
+    ),
+    **dict.fromkeys(
+        optimum_names("NeuronPeftModelForCausalLM", "peft", "peft.peft_model", top_level=False),
+        Target("peft", "PeftModelForCausalLM"),
+    ),
+}
+
+# Every class whose construction makes a file a Trainer-based training script.
+ARGUMENT_CLASSES = {**ARGUMENTS, **SFT_CONFIGS, **ORPO_CONFIGS}
+TRAINING_BUILDERS = frozenset({*TRAINERS, *SFT_TRAINERS, *ORPO_TRAINERS, *ARGUMENT_CLASSES})
+PARSER_NAMES = ("HfArgumentParser", "NeuronHfArgumentParser", "TrlParser")
+PARSE_METHODS = frozenset({"parse_args_into_dataclasses", "parse_dict", "parse_json_file", "parse_yaml_file"})
+
+# optimum.neuron.models.training: its model classes and their stock transformers counterparts.
+TRAINING_MODELS_PACKAGE = "models.training"
+TRAINING_MODELS = {
+    "NeuronModelForCausalLM": ("AutoModelForCausalLM", ("models.training.modeling_auto",)),
+    "LlamaForCausalLM": ("LlamaForCausalLM", ("models.training.llama", "models.training.llama.modeling_llama")),
+    "Qwen3ForCausalLM": ("Qwen3ForCausalLM", ("models.training.qwen3", "models.training.qwen3.modeling_qwen3")),
+    "GraniteForCausalLM": (
+        "GraniteForCausalLM",
+        ("models.training.granite", "models.training.granite.modeling_granite"),
+    ),
+}
+MODEL_CLASSES = {
+    qname: stock
+    for name, (stock, modules) in TRAINING_MODELS.items()
+    for qname in optimum_names(name, TRAINING_MODELS_PACKAGE, *modules, top_level=False)
+}
+FROM_PRETRAINED = {f"{qname}.from_pretrained": stock for qname, stock in MODEL_CLASSES.items()}
+TRN_CONFIG = frozenset(
+    optimum_names("TrainingNeuronConfig", TRAINING_MODELS_PACKAGE, "models.training.config", top_level=False)
+)
+
+
+# ----- reading the file once: what later rewrites need to know about earlier lines -------------------
+
+
+@dataclass
+class TrnSizes:
+    """What a ``trn_config`` argument says about model parallelism, as code for DistributedConfig."""
+
+    sizes: dict[str, str] = field(default_factory=dict)
+    # TrainingNeuronConfig fields set to something other than their default that have no counterpart
+    dropped: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Spread:
+    """A ``**name`` argument of a legacy arguments class."""
+
+    # the dict's entries (key -> original value) when it is a literal assigned in the file
+    entries: dict[str, cst.BaseExpression] | None
+    editable: bool = False
+
+
+@dataclass
+class ScriptFacts:
+    # variable -> the legacy arguments call it was assigned from (None: from an argument parser)
+    args_names: dict[str, cst.Call | None] = field(default_factory=dict)
+    # id(training from_pretrained call) -> what its trn_config says (None: cannot be read)
+    trn: dict[int, TrnSizes | None] = field(default_factory=dict)
+    # lines that only built a trn_config now folded into DistributedConfig
+    deletable_lines: set[int] = field(default_factory=set)
+    # nodes that disappear with a rewrite and need no marker of their own
+    skip_nodes: set[int] = field(default_factory=set)
+    # legacy arguments calls whose parallel sizes a from_pretrained in this file took over
+    consumed_args: set[int] = field(default_factory=set)
+    # id(dict literal) -> the arguments Target whose fields it holds (it is only ever spread into one)
+    dict_edits: dict[int, Target] = field(default_factory=dict)
+    # id(Name after **) -> what is known about the dict
+    spreads: dict[int, Spread] = field(default_factory=dict)
+    # ids of the classes listed in an argument parser's dataclass tuple
+    parser_elements: set[int] = field(default_factory=set)
+    # ids of class bases in ``class X(Base):``
+    class_bases: set[int] = field(default_factory=set)
+
+
+class _Collector(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[cst.Call] = []
+        self.assigns: dict[int, tuple[cst.Assign, cst.SimpleStatementLine]] = {}
+        self.top_lines: set[int] = set()
+        self.lines: list[cst.SimpleStatementLine] = []
+        self.bases: list[cst.Arg] = []
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.top_lines.update(id(s) for s in node.body)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if isinstance(node.body, cst.IndentedBlock):
+            self.top_lines.update(id(s) for s in node.body.body)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.bases.extend(node.bases)
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self.lines.append(node)
+        if len(node.body) == 1 and isinstance(node.body[0], cst.Assign):
+            assign = node.body[0]
+            if len(assign.targets) == 1:
+                self.assigns[id(assign.targets[0].target)] = (assign, node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.calls.append(node)
+
+
+def script_facts(ctx) -> ScriptFacts:
+    """The cross-statement facts of this file, gathered once from the original tree (none for files
+    that never mention optimum: the hooks of this module also see every torch_xla file)."""
+    facts = ctx.facts.get("optimum_training")
+    if facts is None:
+        facts = _Scanner(ctx).scan() if "optimum" in source_text(ctx) else ScriptFacts()
+        ctx.facts["optimum_training"] = facts
+    return facts
+
+
+class _Scanner:
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self.facts = ScriptFacts()
+        self.seen = _Collector()
+        self._scopes = None
+
+    @property
+    def scopes(self):
+        if self._scopes is None:
+            self._scopes = self.ctx.wrapper.resolve(ScopeProvider)
+        return self._scopes
+
+    def qname(self, node: cst.CSTNode, table) -> str | None:
+        return self.ctx.any_qualified_name(node, table)
+
+    def scan(self) -> ScriptFacts:
+        self.ctx.module.visit(self.seen)
+        self.facts.class_bases = {id(base.value) for base in self.seen.bases}
+        parsers: dict[str, list[bool]] = {}
+        for call in self.seen.calls:
+            func = call.func
+            if self.qname(func, ARGUMENT_CLASSES):
+                self._note_spreads(call, ARGUMENT_CLASSES[self.qname(func, ARGUMENT_CLASSES)])
+            if _callee_name(func) in PARSER_NAMES and call.args:
+                first = call.args[0].value
+                elements = [e.value for e in first.elements] if isinstance(first, (cst.Tuple, cst.List)) else [first]
+                self.facts.parser_elements.update(id(e) for e in elements)
+                parsers[id(call)] = [bool(self.qname(e, ARGUMENT_CLASSES)) for e in elements]
+        for line in self.seen.lines:
+            self._note_assignment(line, parsers)
+        for call in self.seen.calls:
+            if self.qname(call.func, FROM_PRETRAINED):
+                self._note_from_pretrained(call)
+            elif self.qname(call.func, ACCELERATE):
+                # NeuronAccelerator(trn_config=args.trn_config): the argument goes with its own TODO
+                for arg in call.args:
+                    if arg.keyword is not None and arg.keyword.value in ACCELERATOR_ONLY:
+                        self.facts.skip_nodes.update(id(n) for n in _nodes(arg.value))
+        return self.facts
+
+    # ----- variables holding Neuron training arguments ------------------------------------------
+    def _note_assignment(self, line: cst.SimpleStatementLine, parsers) -> None:
+        if len(line.body) != 1 or not isinstance(line.body[0], cst.Assign):
+            return
+        assign = line.body[0]
+        value = assign.value
+        if not isinstance(value, cst.Call) or len(assign.targets) != 1:
+            return
+        target = assign.targets[0].target
+        if isinstance(target, cst.Name) and self.qname(value.func, ARGUMENT_CLASSES):
+            self.facts.args_names[target.value] = value
+            return
+        # ``a, training_args = parser.parse_args_into_dataclasses()`` with a parser built from Neuron classes
+        if not isinstance(target, (cst.Tuple, cst.List)) or _callee_name(value.func) not in PARSE_METHODS:
+            return
+        parser = value.func.value if isinstance(value.func, cst.Attribute) else None
+        flags = self._parser_flags(parser, parsers)
+        if flags is None or len(flags) != len(target.elements):
+            return
+        for element, neuron in zip(target.elements, flags):
+            if neuron and isinstance(element.value, cst.Name):
+                self.facts.args_names[element.value.value] = None
+
+    def _parser_flags(self, parser, parsers) -> list[bool] | None:
+        if not isinstance(parser, cst.Name):
+            return None
+        assign = self._single_assignment(parser)
+        if assign is None or not isinstance(assign[0].value, cst.Call):
+            return None
+        return parsers.get(id(assign[0].value))
+
+    def _single_assignment(self, name: cst.Name):
+        """``(Assign, its line, the scope's Assignment)`` for the one binding ``name`` refers to, if any."""
+        scope = self.scopes.get(name)
+        if scope is None:
+            return None
+        referents = set()
+        for access in scope.accesses[name.value]:
+            if access.node is name:
+                referents = access.referents
+        if len(referents) != 1:
+            return None
+        (assignment,) = referents
+        if len(assignment.scope.assignments[name.value]) != 1:
+            return None
+        found = self.seen.assigns.get(id(assignment.node))
+        if found is None:
+            return None
+        return found[0], found[1], assignment
+
+    # ----- ``**kwargs`` of arguments classes ----------------------------------------------------
+    def _note_spreads(self, call: cst.Call, target: Target) -> None:
+        for arg in call.args:
+            if arg.star != "**":
+                continue
+            spread = Spread(entries=None)
+            self.facts.spreads[id(arg.value)] = spread
+            if not isinstance(arg.value, cst.Name):
+                continue
+            found = self._single_assignment(arg.value)
+            if found is None:
+                continue
+            assign, line, assignment = found
+            spread.entries = literal_entries(assign.value)
+            if spread.entries is None:
+                continue
+            # Edited in place only when this call is the dict's one use and its line is easy to see.
+            if len(assignment.references) == 1 and id(line) in self.seen.top_lines:
+                spread.editable = True
+                self.facts.dict_edits[id(assign.value)] = target
+
+    # ----- trn_config of training from_pretrained ----------------------------------------------
+    def _note_from_pretrained(self, call: cst.Call) -> None:
+        arg = _trn_config_arg(call)
+        if arg is None:
+            self.facts.trn[id(call)] = TrnSizes()
+            return
+        self.facts.skip_nodes.add(id(arg.value))
+        self.facts.trn[id(call)] = self._resolve(arg.value, inline=True)
+
+    def _resolve(self, expr: cst.BaseExpression, inline: bool) -> TrnSizes | None:
+        if isinstance(expr, cst.Call) and self.qname(expr.func, TRN_CONFIG):
+            return trn_config_sizes(expr, literal_only=not inline)
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "trn_config":
+            return self._sizes_of_arguments(expr.value)
+        if not isinstance(expr, cst.Name):
+            return None
+        found = self._single_assignment(expr)
+        if found is None:
+            return None
+        assign, line, assignment = found
+        sizes = self._resolve(assign.value, inline=False)
+        # ``x = args.trn_config`` only named what the call read; a TrainingNeuronConfig(...) goes only
+        # when its sizes were read, so the TODO at the call never loses them.
+        alias = isinstance(assign.value, cst.Attribute)
+        if (sizes is not None or alias) and len(assignment.references) == 1 and id(line) in self.seen.top_lines:
+            self.facts.deletable_lines.add(id(line))
+            self.facts.skip_nodes.update(id(n) for n in _nodes(assign.value))
+        return sizes
+
+    def _sizes_of_arguments(self, expr: cst.BaseExpression) -> TrnSizes | None:
+        if not isinstance(expr, cst.Name):
+            return None
+        call = self.facts.args_names.get(expr.value)
+        if call is None:
+            return None
+        sizes = TrnSizes()
+        for arg in call.args:
+            name = arg.keyword.value if arg.keyword else None
+            if arg.star:
+                return None
+            if name in hf.PARALLEL_FIELDS:
+                value = literal(arg.value)
+                if not isinstance(value, int):
+                    return None
+                if value > 1:
+                    sizes.sizes[hf.PARALLEL_FIELDS[name]] = code_of(arg.value)
+        self.facts.consumed_args.add(id(call))
+        return sizes
+
+
+def _callee_name(func: cst.BaseExpression) -> str:
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return func.value if isinstance(func, cst.Name) else ""
+
+
+def _nodes(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
+    yield node
+    for child in node.children:
+        yield from _nodes(child)
+
+
+def literal_entries(value: cst.BaseExpression) -> dict[str, cst.BaseExpression] | None:
+    """Key -> value of ``{"a": 1}`` or ``dict(a=1)``; None for anything else."""
+    if isinstance(value, cst.Dict):
+        entries = {}
+        for element in value.elements:
+            if not isinstance(element, cst.DictElement) or not isinstance(element.key, cst.SimpleString):
+                return None
+            entries[element.key.evaluated_value] = element.value
+        return entries
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict":
+        if any(arg.keyword is None for arg in value.args):
+            return None
+        return {arg.keyword.value: arg.value for arg in value.args}
+    return None
+
+
+def _trn_config_arg(call: cst.Call) -> cst.Arg | None:
+    """The ``trn_config`` argument of a training ``from_pretrained`` (second positional or keyword)."""
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "trn_config":
+            return arg
+    return positional[1] if len(positional) > 1 else None
+
+
+def trn_config_sizes(call: cst.Call, literal_only: bool) -> TrnSizes | None:
+    """DistributedConfig sizes from a ``TrainingNeuronConfig(...)`` call, or None when not readable."""
+    bound = bind_args(call, hf.TRN_CONFIG_ORDER)
+    if bound is None:
+        return None
+    sizes = TrnSizes()
+    for name, size in hf.PARALLEL_FIELDS.items():
+        arg = bound.get(name)
+        if arg is None:
+            continue
+        value = literal(arg.value)
+        if value is UNKNOWN and literal_only:
+            return None
+        if value is UNKNOWN or (isinstance(value, int) and value > 1):
+            sizes.sizes[size] = code_of(arg.value)
+    for name, default in hf.TRN_CONFIG_DEFAULTS.items():
+        arg = bound.get(name)
+        if arg is not None and literal(arg.value) != default:
+            sizes.dropped.append(name)
+    return sizes
+
+
+# ----- building the replacement calls ----------------------------------------------------------------
+
+
+@dataclass
+class ArgumentEdits:
+    """Keyword edits computed for one call (or one dict literal of keyword arguments)."""
+
+    drop: set[str] = field(default_factory=set)
+    rename: dict[str, str] = field(default_factory=dict)
+    values: dict[str, str] = field(default_factory=dict)
+    add: list[tuple[str, str]] = field(default_factory=list)
+    # model_init_kwargs entries to add (name -> code) when that argument is a literal
+    init_kwargs: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    reviews: list[str] = field(default_factory=list)
+    manuals: list[str] = field(default_factory=list)
+    # a from_pretrained in this file already took the parallel sizes over
+    consumed: bool = False
+
+
+def carry_comments(kept: list, dropped) -> None:
+    """Comment lines between a dropped argument (or dict entry) and the next one describe the next one:
+    they move to the comma of the entry kept before it."""
+    whitespace = dropped.comma.whitespace_after if isinstance(dropped.comma, cst.Comma) else None
+    if not isinstance(whitespace, cst.ParenthesizedWhitespace) or not kept:
+        return
+    lines = [line for line in whitespace.empty_lines if line.comment is not None]
+    previous = kept[-1].comma.whitespace_after if isinstance(kept[-1].comma, cst.Comma) else None
+    if not lines or not isinstance(previous, cst.ParenthesizedWhitespace):
+        return
+    previous = previous.with_changes(empty_lines=[*previous.empty_lines, *lines])
+    kept[-1] = kept[-1].with_changes(comma=kept[-1].comma.with_changes(whitespace_after=previous))
+
+
+def edited_args(args: Iterable[cst.Arg], edits: ArgumentEdits) -> list[cst.Arg]:
+    out: list[cst.Arg] = []
+    for arg in args:
+        name = arg.keyword.value if arg.keyword else None
+        if name in edits.drop:
+            carry_comments(out, arg)
+            continue
+        if name in edits.values:
+            arg = arg.with_changes(value=cst.parse_expression(edits.values[name]))
+        if name == "model_init_kwargs" and edits.init_kwargs:
+            arg = arg.with_changes(value=_with_entries(arg.value, edits.init_kwargs))
+        if name in edits.rename:
+            arg = arg.with_changes(keyword=cst.Name(edits.rename[name]))
+        out.append(arg)
+    out.extend(new_keyword(name, value) for name, value in edits.add)
+    return out
+
+
+def _with_entries(value: cst.BaseExpression, entries: dict[str, str]) -> cst.BaseExpression:
+    """``{"a": 1}`` / ``dict(a=1)`` with more entries (the caller checked it is one of those)."""
+    if isinstance(value, cst.Call):
+        return with_args(value, [*value.args, *(new_keyword(k, v) for k, v in entries.items())])
+    added = [cst.DictElement(cst.SimpleString(f'"{k}"'), cst.parse_expression(v)) for k, v in entries.items()]
+    return value.with_changes(elements=relaid(value.elements, [*value.elements, *added]))
+
+
+def edited_dict(node: cst.Dict, edits: ArgumentEdits) -> cst.Dict:
+    elements: list[cst.DictElement] = []
+    for element in node.elements:
+        key = element.key.evaluated_value  # only literal dicts are edited (see literal_entries)
+        if key in edits.drop:
+            carry_comments(elements, element)
+            continue
+        if key in edits.values:
+            element = element.with_changes(value=cst.parse_expression(edits.values[key]))
+        if key == "model_init_kwargs" and edits.init_kwargs:
+            element = element.with_changes(value=_with_entries(element.value, edits.init_kwargs))
+        if key in edits.rename:
+            quote = element.key.quote
+            element = element.with_changes(key=cst.SimpleString(f"{quote}{edits.rename[key]}{quote}"))
+        elements.append(element)
+    elements += [cst.DictElement(cst.SimpleString(f'"{k}"'), cst.parse_expression(v)) for k, v in edits.add]
+    return node.with_changes(elements=relaid(node.elements, elements))
+
+
+def relaid(old, new: list) -> list:
+    """Dict entries ``new`` separated like ``old`` was: its first comment-free comma between entries,
+    and its last entry's comma (trailing comma and closing line) on the new last entry."""
+    gap = next(
+        (e.comma for e in old[:-1] if isinstance(e.comma, cst.Comma) and "#" not in code_of(e.comma)),
+        cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
+    )
+    closing = old[-1].comma if old else cst.MaybeSentinel.DEFAULT
+    out = [e if isinstance(e.comma, cst.Comma) and e.comma is not closing else e.with_changes(comma=gap) for e in new]
+    if out:
+        out[-1] = out[-1].with_changes(comma=closing)
+    return out
+
+
+def rebuilt(call: cst.Call, args: list[cst.Arg]) -> cst.Call:
+    """``call`` with ``args`` in its layout; with none left, plain ``f()``."""
+    if not args:
+        return call.with_changes(args=[], whitespace_before_args=cst.SimpleWhitespace(""))
+    return with_args(call, args)
+
+
+def positional_to_keywords(call: cst.Call, target: Target) -> cst.Call | None:
+    """Positional arguments past ``target.keep`` passed by keyword, named by the legacy signature;
+    None when there are such arguments but the legacy signature is not known."""
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    if len(positional) <= target.keep:
+        return call
+    if len(positional) > len(target.legacy_params) or any(arg.star == "*" for arg in call.args):
+        return None
+    args, position = [], 0
+    for arg in call.args:
+        if arg.keyword is None and not arg.star:
+            if position >= target.keep:
+                arg = keyword_arg(arg, target.legacy_params[position])
+            position += 1
+        args.append(arg)
+    return call.with_changes(args=args)
+
+
+# ----- rules -----------------------------------------------------------------------------------------
+
+
+class RenameRule(Rule):
+    """Shared plumbing: the stock name for a Target, reports on version tables, markers."""
+
+    targets: ClassVar[dict[str, Target]] = {}
+
+    @staticmethod
+    def tables(targets: dict[str, Target], call: str, methods: tuple[str, ...] = ()):
+        """``calls`` and ``references`` for ``targets``; ``Class.method(...)`` calls too, for ``methods``."""
+        calls = dict.fromkeys(targets, call)
+        calls.update(dict.fromkeys(with_methods(tuple(targets), *methods), "method_call"))
+        return calls, dict.fromkeys(targets, "rename_reference")
+
+    def method_call(self, original, updated, qname: str):
+        owner, method = qname.rsplit(".", 1)
+        target = self.targets[owner]
+        self.ctx.note(f"{owner.rsplit('.', 1)[1]}.{method} -> {self.module_of(target)}.{target.name}.{method}")
+        return updated.with_changes(func=updated.func.with_changes(value=self.ctx.expr(self.stock_name(target))))
+
+    def stock_name(self, target: Target) -> str:
+        return self.ctx.require_from_import(target.module, target.name)
+
+    def rename_reference(self, original, updated, qname: str):
+        target = self.targets[qname]
+        name = self.stock_name(target)
+        facts = script_facts(self.ctx)
+        if id(original) in facts.class_bases:
+            self.subclass_review(target)
+        self.ctx.note(f"{qname.rsplit('.', 1)[1]} -> {self.module_of(target)}.{target.name}")
+        return self.ctx.expr(name)
+
+    def subclass_review(self, target: Target) -> None:
+        """A subclass may override methods the stock class does not have."""
+
+    def module_of(self, target: Target) -> str:
+        return target.module
+
+    def finish(self, legacy: str, target: Target, edits: ArgumentEdits, node: cst.CSTNode) -> None:
+        self.report_edits(f"{legacy} -> {self.module_of(target)}.{target.name}", edits, node)
+
+    def report_edits(self, headline: str, edits: ArgumentEdits, node: cst.CSTNode) -> None:
+        """TODOs for what is left to do, the note for the report, and one review marker for the rest."""
+        for message in edits.manuals:
+            self.ctx.manual(node, message)
+        self.ctx.note("; ".join([headline, *edits.notes]))
+        if edits.reviews:
+            self.ctx.review("; ".join(edits.reviews))
+        elif self.meta.safety == REVIEW:
+            self.ctx.confirm_safe()
+
+    def accepts(self, node: cst.CSTNode, owner: str, name: str, table_owner: str = "") -> bool:
+        """Whether the target release of ``owner`` takes ``name``: the installed source when there is
+        one (an info finding says when the version table disagrees), else the version table."""
+        table = hf.table_says(table_owner or owner, name)
+        real = hf.installed_fields(owner)
+        if real is None:
+            return True if table is None else table
+        present = name in real
+        if table is not None and table != present:
+            seen = self.ctx.facts.setdefault("optimum_training_disagreements", set())
+            if (owner, name) not in seen:
+                seen.add((owner, name))
+                package = hf.OWNER_PACKAGE.get(owner, "transformers")
+                verb = "has" if present else "has no"
+                self.ctx.report(
+                    node,
+                    f"the version table disagrees with the installed {hf.version_text(package)}, whose {owner} "
+                    f"{verb} `{name}`; following the installed release",
+                )
+        return present
+
+
+class TrainerRule(RenameRule):
+    """NeuronTrainer-like classes: rename, ``tokenizer=`` -> ``processing_class=``."""
+
+    def rename_call(self, original: cst.Call, updated: cst.Call, qname: str):
+        target = self.targets[qname]
+        legacy = qname.rsplit(".", 1)[1]
+        call = positional_to_keywords(updated, target)
+        if call is None:
+            self.ctx.manual(original, f"pass the arguments after the {target.keep}th by keyword, then run again")
+            return updated
+        edits = ArgumentEdits()
+        self.processing_class(original, call, edits)
+        func = self.ctx.expr(self.stock_name(target))
+        self.finish(legacy, target, edits, original)
+        return rebuilt(call.with_changes(func=func), edited_args(call.args, edits))
+
+    def processing_class(self, node: cst.Call, call: cst.Call, edits: ArgumentEdits) -> None:
+        keywords = {arg.keyword.value for arg in call.args if arg.keyword}
+        if "tokenizer" not in keywords:
+            return
+        self.accepts(node, "Trainer", "tokenizer")
+        if not self.accepts(node, "Trainer", "processing_class"):
+            return
+        if "processing_class" in keywords:
+            # The legacy trainer let tokenizer= win over processing_class=.
+            edits.drop.add("processing_class")
+        edits.rename["tokenizer"] = "processing_class"
+        edits.notes.append("tokenizer= passed as processing_class=")
+
+    def subclass_review(self, target: Target) -> None:
+        self.ctx.review(f"check the methods this subclass overrides against {target.module}.{target.name}")
+
+
+class ArgumentsRule(RenameRule):
+    """NeuronTrainingArguments-like dataclasses: the field map of hf_fields, per target release."""
+
+    def rename_call(self, original: cst.Call, updated: cst.Call, qname: str):
+        target = self.targets[qname]
+        legacy = qname.rsplit(".", 1)[1]
+        call = positional_to_keywords(updated, target)
+        if call is None:
+            self.ctx.manual(original, "pass every argument after output_dir by keyword, then run again")
+            return updated
+        facts = script_facts(self.ctx)
+        entries = {arg.keyword.value: arg.value for arg in call.args if arg.keyword}
+        context = {}  # every keyword the class gets, spread ones included, as far as they can be read
+        unread = []
+        for arg in original.args:
+            if arg.star == "**":
+                spread = facts.spreads.get(id(arg.value), Spread(entries=None))
+                if spread.entries is None:
+                    unread.append(code_of(arg.value))
+                    continue
+                context.update(spread.entries)
+                refused = self.refused_keys(original, spread.entries, target)
+                if refused and not spread.editable:
+                    self.ctx.manual(
+                        original,
+                        f"remove {', '.join(refused)} from `{code_of(arg.value)}`: {target.name} does not take them",
+                    )
+        edits = self.plan(original, entries, target, context={**context, **entries}, additions=not unread)
+        edits.consumed = id(original) in facts.consumed_args
+        if unread:
+            edits.reviews.append(
+                f"`**{unread[0]}` is not read here: drop its Neuron-only keys (e.g. tensor_parallel_size, zero_1) "
+                'and set torch_compile=True, torch_compile_backend="neuron"'
+            )
+        self.parallel(original, entries, target, edits)
+        func = self.ctx.expr(self.stock_name(target))
+        self.finish(legacy, target, edits, original)
+        return rebuilt(call.with_changes(func=func), edited_args(call.args, edits))
+
+    def refused_keys(self, node, keys: Iterable[str], target: Target) -> list[str]:
+        """The keys of a spread dict that the stock class would reject (or that mean something else)."""
+        refused = []
+        for key in sorted(keys):
+            if key in hf.NEURON_ONLY_FIELDS or (target.sft and key in hf.SFT_RENAMED):
+                refused.append(key)
+            elif key in hf.VERSIONED_FIELDS:
+                if not self.accepts(node, target.owner, key, "TrainingArguments"):
+                    refused.append(key)
+            elif not self.accepts(node, target.owner, key):
+                refused.append(key)
+        return refused
+
+    def rename_reference(self, original, updated, qname: str):
+        if id(original) in script_facts(self.ctx).parser_elements:
+            self.ctx.review(
+                "command-line flags of Neuron-only fields (--tensor_parallel_size, --zero_1, ...) are gone; "
+                "pass --torch_compile true --torch_compile_backend neuron"
+            )
+        return super().rename_reference(original, updated, qname)
+
+    def subclass_review(self, target: Target) -> None:
+        self.ctx.review(f"check this subclass's fields and defaults against {target.module}.{target.name}")
+
+    # ----- one dict literal spread into the call ------------------------------------------------
+    def leave_Dict(self, original: cst.Dict, updated: cst.Dict):
+        return self.spread_dict(original, updated)
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call):
+        return self.spread_dict(original, updated)
+
+    def spread_dict(self, original, updated):
+        """A ``{...}`` / ``dict(...)`` literal whose only use is ``**`` into a legacy arguments call."""
+        target = script_facts(self.ctx).dict_edits.get(id(original))
+        if target is None or target not in self.targets.values():
+            return updated
+        if isinstance(updated, cst.Dict):
+            entries = {element.key.evaluated_value: element.value for element in updated.elements}
+        else:
+            entries = {arg.keyword.value: arg.value for arg in updated.args}
+        edits = self.plan(original, entries, target, context=None, additions=False)
+        self.parallel(original, entries, target, edits)
+        self.report_edits(f"keyword arguments for {target.name} edited", edits, original)
+        if isinstance(updated, cst.Dict):
+            result = edited_dict(updated, edits)
+        else:
+            result = rebuilt(updated, edited_args(updated.args, edits))
+        return result if code_of(result) != code_of(updated) else updated
+
+    # ----- the field map -------------------------------------------------------------------------
+    def plan(
+        self, node, entries: dict[str, cst.BaseExpression], target: Target, *, context, additions
+    ) -> ArgumentEdits:
+        """The edits for ``entries``; with ``context`` (every keyword the call gets) also the reviews that
+        look at several fields and the fields to add. A spread dict is planned without: its call does that."""
+        edits = ArgumentEdits()
+        present = set(context or entries)
+        for name, value in entries.items():
+            if name in hf.PARALLEL_FIELDS:
+                edits.drop.add(name)
+            elif name in hf.DROPPED_FIELDS:
+                edits.drop.add(name)
+                edits.notes.append(f"`{name}` dropped: {hf.DROPPED_FIELDS[name]}")
+            elif name in hf.REVIEWED_FIELDS:
+                edits.drop.add(name)
+                self.reviewed_field(name, value, entries, edits)
+            elif name in hf.VERSIONED_FIELDS:
+                if not self.accepts(node, target.owner, name, "TrainingArguments"):
+                    self.removed_field(name, value, entries, edits)
+            elif target.sft and name in hf.SFT_RENAMED:
+                new = hf.SFT_RENAMED[name]
+                edits.rename[name] = new
+                if new in entries:
+                    edits.drop.add(new)  # NeuronSFTConfig let max_seq_length win
+                edits.notes.append(f"`{name}` renamed `{new}`")
+            elif target.sft and name == "padding_free":
+                if literal(value) is not False:
+                    edits.values[name] = "False"
+                    edits.notes.append("padding_free=False kept: NeuronSFTConfig always forced it")
+            elif name in hf.RENAMED_FIELDS and self.accepts(node, target.owner, hf.RENAMED_FIELDS[name]):
+                new = hf.RENAMED_FIELDS[name]
+                if new in present:
+                    edits.drop.add(name)
+                else:
+                    edits.rename[name] = new
+                edits.notes.append(f"`{name}` is now `{new}`")
+            elif name == "ddp_backend" and literal(value) in ("xla", "neuron"):
+                edits.drop.add(name)
+                edits.notes.append("ddp_backend dropped: accelerate picks the neuron process-group backend")
+            elif not self.accepts(node, target.owner, name):
+                package = hf.OWNER_PACKAGE[target.owner]
+                edits.manuals.append(
+                    f"`{name}` is not a {target.name} field in {hf.version_text(package)}: remove or rename it"
+                )
+        if context is None:
+            return edits
+        self.mixed_precision(context, edits)
+        if target.sft:
+            self.static_shapes(context, edits)
+        if additions:
+            if not any(name.startswith("torch_compile") for name in present):
+                edits.add += [("torch_compile", "True"), ("torch_compile_backend", '"neuron"')]
+            if target.sft and "padding_free" not in present:
+                edits.add.append(("padding_free", "False"))
+        return edits
+
+    def reviewed_field(self, name, value, entries, edits: ArgumentEdits) -> None:
+        harmless = hf.REVIEWED_HARMLESS.get(name, UNKNOWN)
+        if harmless is not UNKNOWN and literal(value) is harmless:
+            edits.notes.append(f"`{name}` dropped: it was off")
+        elif name in ("zero_1", "neuron_cc_optlevel"):
+            edits.reviews.append(hf.REVIEWED_FIELDS[name])
+        elif not self.full_bf16(entries):
+            # master weights and stochastic rounding only acted in full-bf16 training
+            edits.notes.append(f"`{name}` dropped: {hf.REVIEWED_FIELDS[name]}")
+
+    @staticmethod
+    def full_bf16(entries) -> bool:
+        bf16 = entries.get("bf16")
+        return bf16 is not None and literal(bf16) is not False and literal(entries.get("use_autocast")) is not True
+
+    def mixed_precision(self, entries, edits: ArgumentEdits) -> None:
+        if self.full_bf16(entries):
+            edits.reviews.append(
+                "bf16=True was pure bf16 with fp32 master weights here; Trainer's bf16=True is autocast "
+                "over fp32 weights"
+            )
+
+    def removed_field(self, name: str, value, entries, edits: ArgumentEdits) -> None:
+        version = hf.version_text("transformers")
+        edits.drop.add(name)
+        if name == "overwrite_output_dir":
+            edits.notes.append(f"overwrite_output_dir dropped: {version} always writes into output_dir")
+        elif name == "warmup_ratio":
+            self.warmup_ratio(value, entries, edits)
+        elif name == "logging_dir":
+            directory = literal(value)
+            if directory is None:
+                return
+            if isinstance(directory, str):
+                os_name = self.ctx.require_import("os")
+                self.ctx.add_setup(
+                    value,
+                    f'{os_name}.environ.setdefault("TENSORBOARD_LOGGING_DIR", {code_of(value)})',
+                    "TrainingArguments has no logging_dir since transformers 5.2; TensorBoard reads this instead",
+                    unless="TENSORBOARD_LOGGING_DIR",
+                )
+                edits.notes.append("logging_dir moved to TENSORBOARD_LOGGING_DIR")
+            else:
+                edits.reviews.append(
+                    f'logging_dir is gone in {version}: set os.environ["TENSORBOARD_LOGGING_DIR"] = '
+                    f"{code_of(value)} before this line"
+                )
+
+    def warmup_ratio(self, value, entries, edits: ArgumentEdits) -> None:
+        ratio = literal(value)
+        steps = entries.get("warmup_steps")
+        if ratio == 0 and ratio is not UNKNOWN:
+            edits.notes.append("warmup_ratio=0 dropped")
+            return
+        if steps is None:
+            edits.drop.discard("warmup_ratio")
+            edits.rename["warmup_ratio"] = "warmup_steps"
+            edits.notes.append("warmup_ratio passed as warmup_steps, which takes a ratio below 1")
+            if isinstance(ratio, (int, float)) and ratio >= 1:
+                edits.reviews.append("warmup_steps of 1 or more counts steps, not a ratio: use a value below 1")
+            return
+        count = literal(steps)
+        if count == 0 and count is not UNKNOWN:
+            edits.drop.discard("warmup_ratio")
+            edits.drop.add("warmup_steps")
+            edits.rename["warmup_ratio"] = "warmup_steps"
+            edits.notes.append("warmup_ratio passed as warmup_steps (warmup_steps was 0)")
+        elif isinstance(count, (int, float)):
+            edits.notes.append("warmup_ratio dropped: warmup_steps overrode it")
+        else:
+            edits.reviews.append(
+                f"warmup_ratio dropped: when warmup_steps is 0, pass the ratio as warmup_steps={code_of(value)}"
+            )
+
+    def static_shapes(self, entries, edits: ArgumentEdits) -> None:
+        packing = entries.get("packing")
+        if packing is not None and literal(packing) is not False:
+            strategy = entries.get("packing_strategy")
+            if strategy is None or literal(strategy) in ("bfd", "bfd_split", UNKNOWN):
+                edits.reviews.append(
+                    'bfd packing turns padding-free on and shapes vary: use packing_strategy="wrapped" or packing=False'
+                )
+        if "pad_to_multiple_of" not in entries:
+            length = entries.get("max_seq_length", entries.get("max_length"))
+            size = code_of(length) if length is not None and isinstance(literal(length), int) else "N"
+            edits.reviews.append(
+                f"pad to a fixed multiple so shapes stay static: pad_to_multiple_of={size} "
+                "(optimum-neuron padded to max_length)"
+            )
+
+    def parallel(self, node, entries, target: Target, edits: ArgumentEdits) -> None:
+        """tensor/pipeline parallel sizes: into SFTConfig.model_init_kwargs, or a TODO with the code."""
+        sizes = {}
+        for name, size in hf.PARALLEL_FIELDS.items():
+            value = entries.get(name)
+            if value is None or literal(value) == 1:
+                continue
+            sizes[size] = code_of(value)
+        if not sizes:
+            return
+        if len(sizes) > 1:
+            edits.reviews.append("DistributedConfig cannot combine pp_size with tp_size yet")
+        if edits.consumed:
+            edits.notes.append("parallel sizes moved to the from_pretrained call that builds the model")
+            return
+        arguments = ", ".join(f"{k}={v}" for k, v in sizes.items())
+        literal_sizes = all(literal(entries[n]) is not UNKNOWN for n in hf.PARALLEL_FIELDS if n in entries)
+        init = entries.get("model_init_kwargs")
+        if target.sft and literal_sizes and (init is None or literal_entries(init) is not None):
+            config = self.ctx.require_from_import("transformers.distributed", "DistributedConfig")
+            code = f"{config}({arguments})"
+            if init is None:
+                edits.add.append(("model_init_kwargs", f'{{"distributed_config": {code}}}'))
+            else:
+                edits.init_kwargs["distributed_config"] = code
+            edits.reviews.append(
+                "model_init_kwargs now holds the parallel sizes: it applies only if SFTTrainer gets a model id"
+            )
+            return
+        edits.manuals.append(
+            f"pass distributed_config=DistributedConfig({arguments}) (transformers.distributed) to the model's "
+            "from_pretrained and launch with torchrun"
+        )
+
+
+@register
+class NeuronTrainerToTrainer(TrainerRule):
+    """NeuronTrainer ran its own XLA training loop; transformers.Trainer drives the neuron device
+    itself (TrainingArguments picks ``neuron`` and torch.compile's neuron backend). Docs: D18/D19."""
+
+    meta = RuleMeta(
+        "NM201",
+        "NeuronTrainer -> transformers.Trainer",
+        safety=SAFE,
+        summary=(
+            "Trainer takes the same arguments (tokenizer= becomes processing_class=); subclasses get a review "
+            "marker to check their overrides. Seq2SeqNeuronTrainer becomes Seq2SeqTrainer."
+        ),
+        docs=(DOCS_HF, DOCS_FINE_TUNING),
+        triggers=TRIGGERS,
+        example=Example(
+            before=(
+                "import os\n"
+                "import torch\n"
+                "from optimum.neuron import NeuronTrainer\n\n"
+                "trainer = NeuronTrainer(model=model, args=args, train_dataset=data, tokenizer=tokenizer)\n"
+            ),
+            after=(
+                "import os\n"
+                "import torch\n"
+                "from transformers import Trainer\n\n"
+                + STARTUP
+                + "trainer = Trainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)\n"
+            ),
+        ),
+    )
+    targets = TRAINERS
+    calls, references = RenameRule.tables(TRAINERS, "rename_call")
+
+
+@register
+class NeuronTrainingArgumentsToTrainingArguments(ArgumentsRule):
+    """NeuronTrainingArguments (0.4.5: a standalone dataclass) -> transformers.TrainingArguments, field
+    by field (hf_fields); the step is compiled with ``torch_compile_backend="neuron"``."""
+
+    meta = RuleMeta(
+        "NM202",
+        "NeuronTrainingArguments -> transformers.TrainingArguments",
+        safety=REVIEW,
+        risks=frozenset({"numerics", "performance", "collectives"}),
+        summary=(
+            'Shared fields are kept and torch_compile=True, torch_compile_backend="neuron" added. Neuron-only '
+            "fields are dropped; tensor/pipeline parallel sizes become DistributedConfig where the model is "
+            "built; zero_1 and full-bf16 precision get a review marker. warmup_ratio, logging_dir and "
+            "overwrite_output_dir follow the installed transformers release. Defaults that differ "
+            "(average_tokens_across_devices, report_to, log_level) are not pinned."
+        ),
+        docs=(DOCS_TRAINING_ARGS, DOCS_COMPILE, DOCS_DISTRIBUTED_CONFIG),
+        triggers=TRIGGERS,
+        example=Example(
+            before=(
+                "import os\n"
+                "import torch\n"
+                "from optimum.neuron import NeuronTrainingArguments\n\n"
+                "args = NeuronTrainingArguments(\n"
+                '    output_dir="out",\n'
+                "    per_device_train_batch_size=2,\n"
+                "    skip_cache_push=True,\n"
+                ")\n"
+            ),
+            after=(
+                "import os\n"
+                "import torch\n"
+                "from transformers import TrainingArguments\n\n" + STARTUP + "args = TrainingArguments(\n"
+                '    output_dir="out",\n'
+                "    per_device_train_batch_size=2,\n"
+                "    torch_compile=True,\n"
+                '    torch_compile_backend="neuron",\n'
+                ")\n"
+            ),
+        ),
+    )
+    targets = ARGUMENTS
+    calls, references = RenameRule.tables(ARGUMENTS, "rename_call")
+
+
+@register
+class NeuronSFTTrainerToSFTTrainer(TrainerRule):
+    """NeuronSFTTrainer -> trl.SFTTrainer: same arguments."""
+
+    meta = RuleMeta(
+        "NM203",
+        "NeuronSFTTrainer -> trl.SFTTrainer",
+        safety=SAFE,
+        summary="trl.SFTTrainer takes the same arguments; tokenizer= becomes processing_class=.",
+        docs=(DOCS_SFT, DOCS_HF),
+        triggers=TRIGGERS,
+        example=Example(
+            before=(
+                "import os\n"
+                "import torch\n"
+                "from optimum.neuron import NeuronSFTTrainer\n\n"
+                "trainer = NeuronSFTTrainer(model, args=config, train_dataset=data, peft_config=lora)\n"
+            ),
+            after=(
+                "import os\n"
+                "import torch\n"
+                "from trl import SFTTrainer\n\n"
+                + STARTUP
+                + "trainer = SFTTrainer(model, args=config, train_dataset=data, peft_config=lora)\n"
+            ),
+        ),
+    )
+    targets = SFT_TRAINERS
+    calls, references = RenameRule.tables(SFT_TRAINERS, "rename_call")
+
+
+@register
+class NeuronSFTConfigToSFTConfig(ArgumentsRule):
+    """NeuronSFTConfig -> trl.SFTConfig: the TrainingArguments field map plus what NeuronSFTConfig forced
+    (``padding_free=False``, ``max_seq_length`` -> ``max_length``), and static shapes."""
+
+    meta = RuleMeta(
+        "NM204",
+        "NeuronSFTConfig -> trl.SFTConfig",
+        safety=REVIEW,
+        risks=frozenset({"numerics", "performance", "collectives"}),
+        summary=(
+            "Same field map as NM202; max_seq_length becomes max_length and padding_free=False is kept as "
+            "NeuronSFTConfig forced it. A literal tensor_parallel_size moves into model_init_kwargs as a "
+            "DistributedConfig. Review markers ask for pad_to_multiple_of (optimum-neuron padded to "
+            "max_length) and flag bfd packing, which makes shapes vary."
+        ),
+        docs=(DOCS_SFT, DOCS_COMPILE, DOCS_DISTRIBUTED_CONFIG),
+        triggers=TRIGGERS,
+        example=Example(
+            before=(
+                "import os\n"
+                "import torch\n"
+                "from optimum.neuron import NeuronSFTConfig\n\n"
+                'config = NeuronSFTConfig(output_dir="out", max_seq_length=1024, pad_to_multiple_of=1024)\n'
+            ),
+            after=(
+                "import os\n"
+                "import torch\n"
+                "from trl import SFTConfig\n\n"
+                + STARTUP
+                + 'config = SFTConfig(output_dir="out", max_length=1024, pad_to_multiple_of=1024, '
+                'torch_compile=True, torch_compile_backend="neuron", padding_free=False)\n'
+            ),
+        ),
+    )
+    targets = SFT_CONFIGS
+    calls, references = RenameRule.tables(SFT_CONFIGS, "rename_call")
+
+
+@register
+class NeuronOrpoToTrl(ArgumentsRule, TrainerRule):
+    """optimum-neuron <= 0.3 NeuronORPOTrainer / NeuronORPOConfig -> TRL's ORPOTrainer / ORPOConfig."""
+
+    meta = RuleMeta(
+        "NM205",
+        "NeuronORPOTrainer / NeuronORPOConfig -> TRL ORPO",
+        safety=REVIEW,
+        risks=frozenset({"numerics", "performance"}),
+        summary=(
+            "ORPO moved to trl.experimental.orpo in TRL 0.25 (picked by the installed release); the config "
+            "gets the TrainingArguments field map of NM202."
+        ),
+        docs=(DOCS_ORPO, DOCS_HF),
+        triggers=TRIGGERS,
+        example=Example(
+            before=(
+                "import os\n"
+                "import torch\n"
+                "from optimum.neuron import NeuronORPOTrainer\n\n"
+                "trainer = NeuronORPOTrainer(model=model, args=config, train_dataset=pairs, tokenizer=tok)\n"
+            ),
+            after=(
+                "import os\n"
+                "import torch\n"
+                "from trl.experimental.orpo import ORPOTrainer\n\n"
+                + STARTUP
+                + "trainer = ORPOTrainer(model=model, args=config, train_dataset=pairs, processing_class=tok)\n"
+            ),
+        ),
+    )
+    targets: ClassVar[dict[str, Target]] = {**ORPO_TRAINERS, **ORPO_CONFIGS}
+    current: cst.CSTNode | None = None
+    calls: ClassVar[dict[str, str]] = {
+        **{q: "trainer_call" for q in ORPO_TRAINERS},
+        **{q: "config_call" for q in ORPO_CONFIGS},
+    }
+    references: ClassVar[dict[str, str]] = {q: "rename_reference" for q in (*ORPO_TRAINERS, *ORPO_CONFIGS)}
+
+    def stock_name(self, target: Target) -> str:
+        return self.ctx.require_from_import(self.module_of(target), target.name)
+
+    def module_of(self, target: Target) -> str:
+        return "trl.experimental.orpo" if self.orpo_is_experimental() else "trl"
+
+    def orpo_is_experimental(self) -> bool:
+        """TRL 0.25 moved ORPO to trl.experimental.orpo: the version table, checked against the installed
+        package when there is one."""
+        table = bool(hf.table_says("trl", "experimental.orpo"))
+        if hf.installed_version("trl") is None:
+            return table
+        real = hf.installed_fields("ORPOConfig") is not None
+        if real != table and not self.ctx.facts.get("optimum_training_orpo_reported"):
+            self.ctx.facts["optimum_training_orpo_reported"] = True
+            where = "has" if real else "has no"
+            self.ctx.report(
+                self.current,
+                f"the version table disagrees with the installed {hf.version_text('trl')}, which {where} "
+                "trl.experimental.orpo; following the installed release",
+            )
+        return real
+
+    def trainer_call(self, original, updated, qname):
+        self.current = original
+        return TrainerRule.rename_call(self, original, updated, qname)
+
+    def config_call(self, original, updated, qname):
+        self.current = original
+        return ArgumentsRule.rename_call(self, original, updated, qname)
+
+    def rename_reference(self, original, updated, qname):
+        self.current = original
+        return super().rename_reference(original, updated, qname)
+
+    def subclass_review(self, target: Target) -> None:
+        self.ctx.review(f"check the methods and fields this subclass overrides against trl's {target.name}")
+
+
+@register
+class NeuronHfArgumentParserToHfArgumentParser(RenameRule):
+    """NeuronHfArgumentParser only patched the Neuron dataclasses in; HfArgumentParser parses the stock ones."""
+
+    meta = RuleMeta(
+        "NM206",
+        "NeuronHfArgumentParser -> transformers.HfArgumentParser",
+        safety=SAFE,
+        summary="HfArgumentParser parses the stock TrainingArguments / SFTConfig dataclasses the same way.",
+        docs=(DOCS_TRAINING_ARGS, DOCS_HF),
+        triggers=TRIGGERS,
+        example=Example(
+            before=(
+                "from optimum.neuron import NeuronHfArgumentParser\n\n"
+                "parser = NeuronHfArgumentParser((ScriptArguments,))\n"
+            ),
+            after=("from transformers import HfArgumentParser\n\nparser = HfArgumentParser((ScriptArguments,))\n"),
+        ),
+    )
+    targets = PARSERS
+    calls, references = RenameRule.tables(PARSERS, "rename_call")
+
+    def rename_call(self, original, updated, qname):
+        self.ctx.note("NeuronHfArgumentParser -> transformers.HfArgumentParser")
+        return updated.with_changes(func=self.ctx.expr(self.stock_name(self.targets[qname])))
+
+
+# NeuronAccelerator keyword arguments with no Accelerator counterpart.
+ACCELERATOR_ONLY = {
+    "trn_config": "tensor parallelism comes from the model: from_pretrained(..., distributed_config=DistributedConfig(tp_size=N))",
+    "mp_plugin": "tensor parallelism comes from the model: from_pretrained(..., distributed_config=DistributedConfig(tp_size=N))",
+}
+MIXED_PRECISION_MODES = {"AUTOCAST_BF16": '"bf16"', "NO": None}
+
+
+@register
+class NeuronAcceleratorToAccelerate(RenameRule):
+    """NeuronAccelerator and its state singletons -> accelerate (>= 1.13 knows the neuron device)."""
+
+    meta = RuleMeta(
+        "NM207",
+        "NeuronAccelerator / NeuronAcceleratorState / NeuronPartialState -> accelerate",
+        safety=SAFE,
+        risks=frozenset({"numerics", "collectives"}),
+        summary=(
+            "Neuron-only keyword arguments are dropped: trn_config/mp_plugin (TODO: DistributedConfig at "
+            "from_pretrained), zero_1 (review: FSDP), autocast_backend; mixed_precision_config "
+            '"AUTOCAST_BF16" becomes mixed_precision="bf16", other modes get a review marker.'
+        ),
+        docs=(DOCS_ACCELERATE, DOCS_HF),
+        triggers=TRIGGERS,
+        example=Example(
+            before=(
+                "from optimum.neuron import NeuronAccelerator\n\n"
+                'accelerator = NeuronAccelerator(gradient_accumulation_steps=4, mixed_precision_config="AUTOCAST_BF16")\n'
+            ),
+            after=(
+                "from accelerate import Accelerator\n\n"
+                'accelerator = Accelerator(gradient_accumulation_steps=4, mixed_precision="bf16")\n'
+            ),
+        ),
+    )
+    targets = ACCELERATE
+    calls, references = RenameRule.tables(ACCELERATE, "rename_call", methods=("_reset_state",))
+
+    def rename_call(self, original, updated, qname):
+        target = self.targets[qname]
+        edits = ArgumentEdits()
+        keywords = {arg.keyword.value: arg.value for arg in updated.args if arg.keyword}
+        for name, value in keywords.items():
+            if name in ACCELERATOR_ONLY:
+                edits.drop.add(name)
+                if literal(value) is not None:
+                    edits.manuals.append(f"{name} dropped: {ACCELERATOR_ONLY[name]}")
+            elif name == "zero_1":
+                edits.drop.add(name)
+                if literal(value) is not False:
+                    edits.reviews.append("zero_1 dropped: shard optimizer state with FSDP (fsdp_plugin=...)")
+            elif name == "autocast_backend":
+                edits.drop.add(name)
+                edits.notes.append("autocast_backend dropped: Accelerator autocasts with torch.autocast")
+            elif name == "mixed_precision_config":
+                edits.drop.add(name)
+                self.mixed_precision(value, "mixed_precision" in keywords, edits)
+        self.finish(qname.rsplit(".", 1)[1], target, edits, original)
+        func = self.ctx.expr(self.stock_name(target))
+        return rebuilt(updated.with_changes(func=func), edited_args(updated.args, edits))
+
+    @staticmethod
+    def mixed_precision(value, has_mixed_precision: bool, edits: ArgumentEdits) -> None:
+        mode = literal(value)
+        mode = mode.upper() if isinstance(mode, str) else mode
+        if mode in MIXED_PRECISION_MODES:
+            if MIXED_PRECISION_MODES[mode] and not has_mixed_precision:
+                edits.add.append(("mixed_precision", MIXED_PRECISION_MODES[mode]))
+            return
+        edits.reviews.append(
+            'mixed_precision_config dropped: use mixed_precision="bf16" for autocast, or cast the model to '
+            "bfloat16 for full-bf16 training (no stochastic rounding)"
+        )
+
+
+@register
+class NeuronPeftToPeft(RenameRule):
+    """optimum.neuron.peft wrapped PEFT for its parallel layers; stock PEFT works on TorchNeuron."""
+
+    meta = RuleMeta(
+        "NM208",
+        "optimum.neuron.peft -> peft",
+        safety=SAFE,
+        summary="get_peft_model, NeuronPeftModel and NeuronPeftModelForCausalLM become their peft originals.",
+        docs=(DOCS_PEFT, DOCS_HF),
+        triggers=TRIGGERS,
+        example=Example(
+            before=("from optimum.neuron.peft import get_peft_model\n\nmodel = get_peft_model(model, lora_config)\n"),
+            after=("import peft\n\nmodel = peft.get_peft_model(model, lora_config)\n"),
+        ),
+    )
+    targets = PEFT
+    calls, references = RenameRule.tables(PEFT, "rename_call", methods=("from_pretrained",))
+
+    def rename_call(self, original, updated, qname):
+        self.ctx.note(f"{qname.rsplit('.', 1)[1]} -> peft.{self.targets[qname].name}")
+        return updated.with_changes(func=self.ctx.expr(self.stock_name(self.targets[qname])))
+
+
+IS_MAIN_WORKER = frozenset(optimum_names("is_main_worker", "utils", "utils.misc", top_level=False))
+IS_PRECOMPILATION = frozenset(optimum_names("is_precompilation", "utils", "utils.misc", top_level=False))
+
+
+@register
+class IsMainWorker(Rule):
+    """``is_main_worker()`` was "global rank 0, or no process group"; the expression says so directly."""
+
+    meta = RuleMeta(
+        "NM209",
+        "is_main_worker() -> rank-0 check",
+        safety=SAFE,
+        risks=frozenset({"collectives"}),
+        summary="Becomes `not dist.is_initialized() or dist.get_rank() == 0`, parenthesized where needed.",
+        docs=(DOCS_DISTRIBUTED,),
+        triggers=TRIGGERS,
+        example=Example(
+            before=("from optimum.neuron.utils import is_main_worker\n\nif is_main_worker():\n    print(metrics)\n"),
+            after=(
+                "import torch.distributed as dist\n\n"
+                "if not dist.is_initialized() or dist.get_rank() == 0:\n"
+                "    print(metrics)\n"
+            ),
+        ),
+    )
+    calls = dict.fromkeys(IS_MAIN_WORKER, "rank_zero")
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        # expressions that stand alone (a whole condition, value or argument): no parentheses needed
+        self.standalone: set[int] = set()
+
+    def visit_If(self, node: cst.If) -> None:
+        self.standalone.add(id(node.test))
+
+    def visit_While(self, node: cst.While) -> None:
+        self.standalone.add(id(node.test))
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self.standalone.add(id(node.test))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.standalone.add(id(node.value))
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self.standalone.add(id(node.value))
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        self.standalone.add(id(node.value))
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        self.standalone.add(id(node.value))
+
+    def rank_zero(self, original: cst.Call, updated: cst.Call, qname: str):
+        if updated.args:
+            return updated
+        dist = self.ctx.require_import("torch.distributed", alias="dist")
+        text = f"not {dist}.is_initialized() or {dist}.get_rank() == 0"
+        if id(original) not in self.standalone:
+            text = f"({text})"
+        return self.ctx.expr(text)
+
+
+@register
+class IsPrecompilation(Rule):
+    """``is_precompilation()`` was true under neuron_parallel_compile, which TorchNeuron does not have."""
+
+    meta = RuleMeta(
+        "NM210",
+        "is_precompilation() -> False",
+        safety=REVIEW,
+        risks=frozenset({"launch"}),
+        summary="neuron_parallel_compile is gone (the first run compiles and caches); the guarded branch is dead.",
+        docs=(DOCS_COMPILE,),
+        triggers=TRIGGERS,
+        example=Example(
+            before=(
+                "from optimum.neuron.utils import is_precompilation\n\n"
+                "if is_precompilation():\n"
+                "    args.max_steps = 10\n"
+            ),
+            after=(
+                "# neuron-migrate(NM210): neuron_parallel_compile is gone: this branch is dead code, delete it\n"
+                "if False:\n"
+                "    args.max_steps = 10\n"
+            ),
+        ),
+    )
+    calls = dict.fromkeys(IS_PRECOMPILATION, "false")
+
+    def false(self, original, updated, qname):
+        self.ctx.review("neuron_parallel_compile is gone: this branch is dead code, delete it")
+        return self.ctx.expr("False")
+
+
+@register
+class TrainingModelFromPretrained(Rule):
+    """optimum.neuron.models.training classes -> the transformers classes; ``trn_config``'s parallel sizes
+    become ``distributed_config=DistributedConfig(...)``."""
+
+    meta = RuleMeta(
+        "NM211",
+        "optimum-neuron training model .from_pretrained -> transformers",
+        safety=SAFE,
+        risks=frozenset({"collectives", "performance"}),
+        summary=(
+            "NeuronModelForCausalLM becomes AutoModelForCausalLM (Llama/Qwen3/Granite their transformers "
+            "classes); trn_config is dropped, its tensor/pipeline sizes (when readable) become "
+            'distributed_config=DistributedConfig(...), otherwise device_map="neuron" is added. '
+            'attn_implementation="flash_attention_2" (optimum-neuron\'s NKI kernel) becomes "sdpa" with review.'
+        ),
+        docs=(DOCS_DISTRIBUTED_CONFIG, DOCS_FINE_TUNING),
+        triggers=TRIGGERS,
+        example=Example(
+            before=(
+                "from optimum.neuron.models.training import NeuronModelForCausalLM, TrainingNeuronConfig\n\n"
+                "trn_config = TrainingNeuronConfig(tensor_parallel_size=8)\n"
+                "model = NeuronModelForCausalLM.from_pretrained(model_id, trn_config, dtype=torch.bfloat16)\n"
+            ),
+            after=(
+                "from transformers import AutoModelForCausalLM\n"
+                "from transformers.distributed import DistributedConfig\n\n"
+                "model = AutoModelForCausalLM.from_pretrained(model_id, dtype=torch.bfloat16, "
+                "distributed_config=DistributedConfig(tp_size=8))\n"
+            ),
+        ),
+    )
+    calls: ClassVar[dict[str, str]] = {
+        **dict.fromkeys(FROM_PRETRAINED, "from_pretrained"),
+        **dict.fromkeys(TRN_CONFIG, "fold_inline"),
+    }
+
+    def fold_inline(self, original: cst.Call, updated: cst.Call, qname: str):
+        """``from_pretrained(model_id, TrainingNeuronConfig(...))``: the config call goes with its argument."""
+        if id(original) not in script_facts(self.ctx).skip_nodes:
+            return updated
+        self.ctx.note("TrainingNeuronConfig folded into distributed_config")
+        return updated.with_changes()
+
+    def from_pretrained(self, original: cst.Call, updated: cst.Call, qname: str):
+        stock = FROM_PRETRAINED[qname]
+        facts = script_facts(self.ctx)
+        trn = facts.trn.get(id(original))
+        legacy_arg = _trn_config_arg(original)
+        drop = original.args.index(legacy_arg) if legacy_arg is not None else -1
+        args = [arg for position, arg in enumerate(updated.args) if position != drop]
+        keywords = {arg.keyword.value: arg for arg in args if arg.keyword}
+        if "torch_dtype" in keywords and "dtype" not in keywords:
+            # transformers 5 renamed it; the old name only warns
+            index = args.index(keywords["torch_dtype"])
+            args[index] = args[index].with_changes(keyword=cst.Name("dtype"))
+        reviews = []
+        attention = keywords.get("attn_implementation")
+        if attention is not None and literal(attention.value) == "flash_attention_2":
+            index = args.index(attention)
+            args[index] = attention.with_changes(value=cst.SimpleString('"sdpa"'))
+            reviews.append('flash_attention_2 was optimum-neuron\'s NKI kernel; "sdpa" is the stock path: check speed')
+        if trn is None:
+            self.ctx.manual(
+                original,
+                "trn_config's parallel sizes are not known here: add distributed_config=DistributedConfig(tp_size=N) "
+                '(transformers.distributed) for tensor parallelism, else device_map="neuron"',
+            )
+        elif trn.sizes:
+            config = self.ctx.require_from_import("transformers.distributed", "DistributedConfig")
+            sizes = ", ".join(f"{k}={v}" for k, v in trn.sizes.items())
+            args.append(new_keyword("distributed_config", f"{config}({sizes})"))
+            if len(trn.sizes) > 1:
+                reviews.append("DistributedConfig cannot combine pp_size with tp_size yet")
+        elif "device_map" not in keywords:
+            args.append(new_keyword("device_map", '"neuron"'))
+        if trn is not None and trn.dropped:
+            reviews.append(
+                f"TrainingNeuronConfig {', '.join(trn.dropped)} dropped: no DistributedConfig counterpart"
+                + (
+                    " (set gradient_checkpointing in TrainingArguments)"
+                    if "gradient_checkpointing" in trn.dropped
+                    else ""
+                )
+            )
+        if reviews:
+            self.ctx.review("; ".join(reviews))
+        name = self.ctx.require_from_import("transformers", stock)
+        self.ctx.note(f"{qname.rsplit('.', 2)[1]}.from_pretrained -> transformers.{stock}.from_pretrained")
+        func = updated.func.with_changes(value=self.ctx.expr(name))
+        return with_args(updated.with_changes(func=func), args)
+
+    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated):
+        if id(original) not in script_facts(self.ctx).deletable_lines:
+            return updated
+        self.ctx.note("trn_config assignment removed: only the from_pretrained call read it")
+        return StatementReplacement([])
+
+
+TRAINING_MODEL_NEXT_STEP = {
+    "NeuronModel": 'load the model with transformers.AutoModel.from_pretrained(model_id, device_map="neuron")',
+    "NeuronModelMixin": "subclass transformers.PreTrainedModel instead",
+    "TrainingNeuronConfig": "pass distributed_config=DistributedConfig(tp_size=N) (transformers.distributed) to from_pretrained",
+}
+TRAINING_MODEL_MODULES = {
+    "NeuronModel": ("models.training.modeling_auto",),
+    "NeuronModelMixin": ("models.training.modeling_utils",),
+    "TrainingNeuronConfig": ("models.training.config",),
+}
+# The machinery of optimum-neuron's own tensor-parallel modeling code (models.training exports).
+MODELING_INTERNALS = {
+    "ALL_ATTENTION_FUNCTIONS": "models.training.modeling_utils",
+    "get_pipeline_parameters_for_current_stage": "models.training.pipeline_utils",
+    **dict.fromkeys(
+        (
+            "CustomModule",
+            "FusedLinearsSpec",
+            "GQAQKVColumnParallelLinearSpec",
+            "ModelWeightTransformationSpec",
+            "ModelWeightTransformationSpecs",
+            "adapt_peft_config_for_model",
+            "adapt_state_dict",
+            "create_parameter_metadata",
+            "specialize_transformation_specs_for_model",
+            "to_original_peft_config_for_model",
+            "to_original_weights",
+        ),
+        "models.training.transformations_utils",
+    ),
+}
+INTERNALS_NEXT_STEP = (
+    "part of optimum-neuron's parallel modeling code; stock transformers models need none: delete this use"
+)
+
+
+def _manual_table() -> dict[str, str]:
+    table = {}
+    for name, modules in TRAINING_MODEL_MODULES.items():
+        for qname in optimum_names(name, TRAINING_MODELS_PACKAGE, *modules, top_level=False):
+            table[qname] = TRAINING_MODEL_NEXT_STEP[name]
+    for qname, stock in MODEL_CLASSES.items():
+        table[qname] = f"use transformers.{stock} (from_pretrained(model_id, ...) without trn_config)"
+    for name, module in MODELING_INTERNALS.items():
+        for qname in optimum_names(name, TRAINING_MODELS_PACKAGE, module, top_level=False):
+            table[qname] = INTERNALS_NEXT_STEP
+    return table
+
+
+TRAINING_MODEL_MANUAL = _manual_table()
+NEURON_MODEL = optimum_names("NeuronModel", TRAINING_MODELS_PACKAGE, "models.training.modeling_auto", top_level=False)
+
+
+@register
+class TrainingModelClasses(Rule):
+    """optimum-neuron's training model classes and TrainingNeuronConfig outside a from_pretrained that
+    NM211 rewrites: each use gets the concrete next step."""
+
+    meta = RuleMeta(
+        "NM212",
+        "optimum-neuron training model class or TrainingNeuronConfig used directly",
+        safety=MANUAL,
+        risks=frozenset({"collectives"}),
+        summary=(
+            "TrainingNeuronConfig becomes DistributedConfig at from_pretrained; NeuronModel / NeuronModelMixin "
+            "and direct construction of the training classes have no drop-in counterpart."
+        ),
+        docs=(DOCS_DISTRIBUTED_CONFIG, DOCS_DISTRIBUTED),
+        triggers=TRIGGERS,
+        example=Example(
+            before=(
+                "from optimum.neuron.models.training import TrainingNeuronConfig\n\n"
+                "trn_config = TrainingNeuronConfig(tensor_parallel_size=2)\n"
+                "save_config(trn_config)\n"
+            ),
+            after=(
+                "from optimum.neuron.models.training import TrainingNeuronConfig\n\n"
+                "# TODO(neuron-migrate NM212): TrainingNeuronConfig has no TorchNeuron counterpart: pass "
+                "distributed_config=DistributedConfig(tp_size=N) (transformers.distributed) to from_pretrained\n"
+                "trn_config = TrainingNeuronConfig(tensor_parallel_size=2)\n"
+                "save_config(trn_config)\n"
+            ),
+        ),
+    )
+    calls: ClassVar[dict[str, str]] = {
+        **dict.fromkeys(TRAINING_MODEL_MANUAL, "manual"),
+        **dict.fromkeys(with_methods(tuple(MODEL_CLASSES), "from_config"), "from_config"),
+        **dict.fromkeys(with_methods(NEURON_MODEL, "from_pretrained", "from_config"), "neuron_model"),
+    }
+    references = dict.fromkeys(TRAINING_MODEL_MANUAL, "manual")
+
+    def manual(self, original, updated, qname: str):
+        if id(original) in script_facts(self.ctx).skip_nodes:
+            return updated
+        name = qname.rsplit(".", 1)[1]
+        self.ctx.manual(original, f"{name} has no TorchNeuron counterpart: {TRAINING_MODEL_MANUAL[qname]}")
+        return updated
+
+    def from_config(self, original, updated, qname: str):
+        owner = qname.rsplit(".", 1)[0]
+        self.ctx.manual(
+            original,
+            f"use transformers.{MODEL_CLASSES[owner]}.from_config(config) without trn_config (and "
+            "DistributedConfig at from_pretrained for tensor parallelism)",
+        )
+        return updated
+
+    def neuron_model(self, original, updated, qname: str):
+        self.ctx.manual(
+            original, f"NeuronModel has no TorchNeuron counterpart: {TRAINING_MODEL_NEXT_STEP['NeuronModel']}"
+        )
+        return updated
+
+
+@register
+class TrnConfigAttribute(Rule):
+    """``training_args.trn_config`` existed only on NeuronTrainingArguments / NeuronSFTConfig."""
+
+    meta = RuleMeta(
+        "NM213",
+        "`.trn_config` of Neuron training arguments",
+        safety=MANUAL,
+        risks=frozenset({"collectives"}),
+        summary=(
+            "TrainingArguments has no trn_config; read only where the variable was built from a Neuron "
+            "arguments class in the same file."
+        ),
+        docs=(DOCS_DISTRIBUTED_CONFIG, DOCS_DISTRIBUTED),
+        triggers=TRIGGERS,
+        example=Example(
+            before=(
+                "import os\n"
+                "import torch\n"
+                "from optimum.neuron import NeuronTrainingArguments\n\n"
+                'training_args = NeuronTrainingArguments(output_dir="out", torch_compile=True)\n'
+                "log(training_args.trn_config)\n"
+            ),
+            after=(
+                "import os\n"
+                "import torch\n"
+                "from transformers import TrainingArguments\n\n"
+                + STARTUP
+                + 'training_args = TrainingArguments(output_dir="out", torch_compile=True)\n'
+                "# TODO(neuron-migrate NM213): `training_args.trn_config` is gone: build "
+                "DistributedConfig(tp_size=N) from your own settings and pass it to from_pretrained\n"
+                "log(training_args.trn_config)\n"
+            ),
+        ),
+    )
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
+        if original.attr.value != "trn_config" or not isinstance(original.value, cst.Name):
+            return updated
+        facts = script_facts(self.ctx)
+        if original.value.value not in facts.args_names or id(original) in facts.skip_nodes:
+            return updated
+        self.ctx.manual(
+            original,
+            f"`{code_of(original)}` is gone: build DistributedConfig(tp_size=N) from your own settings "
+            "and pass it to from_pretrained",
+        )
+        return updated
+
+
+LAZY_LOAD = frozenset(optimum_names("lazy_load_for_parallelism", "distributed", "distributed.utils", top_level=False))
+
+
+@register
+class LazyLoadForParallelism(Rule):
+    """optimum-neuron <= 0.1 ``with lazy_load_for_parallelism(...):`` delayed weight loading for its
+    parallelizer; from_pretrained with a DistributedConfig shards while loading."""
+
+    meta = RuleMeta(
+        "NM214",
+        "`with lazy_load_for_parallelism(...):` unwrapped",
+        safety=SAFE,
+        summary="The body runs as ordinary code; sharding is from_pretrained(..., distributed_config=...)'s job.",
+        docs=(DOCS_DISTRIBUTED_CONFIG, DOCS_DISTRIBUTED),
+        triggers=TRIGGERS,
+        example=Example(
+            before=(
+                "from optimum.neuron.distributed import lazy_load_for_parallelism\n\n"
+                "with lazy_load_for_parallelism(tensor_parallel_size=8):\n"
+                "    model = AutoModelForCausalLM.from_pretrained(model_id)\n"
+            ),
+            after="model = AutoModelForCausalLM.from_pretrained(model_id)\n",
+        ),
+    )
+
+    def leave_With(self, original: cst.With, updated: cst.With):
+        return unwrap_with(self, original, updated, LAZY_LOAD)
+
+
+PARALLEL_NEXT_STEP = {
+    "Parallelizer": "build the model with from_pretrained(..., distributed_config=DistributedConfig(tp_size=N))",
+    "ParallelizersManager": "build the model with from_pretrained(..., distributed_config=DistributedConfig(tp_size=N))",
+    "make_optimizer_constructor_lazy": "delete it: build the optimizer class directly, after the model is built",
+    "consolidate_model_parallel_checkpoints": "save with model.save_pretrained(...) so no shards need consolidating",
+    "consolidate_model_parallel_checkpoints_to_unified_checkpoint": (
+        "save with model.save_pretrained(...) (torch.distributed.checkpoint for sharded state) instead"
+    ),
+    "ModelParallelismPlugin": "pass distributed_config=DistributedConfig(tp_size=N, pp_size=M) to from_pretrained",
+}
+PARALLEL_MODULES = {
+    "Parallelizer": ("distributed", "distributed.base"),
+    "ParallelizersManager": ("distributed", "distributed.parallelizers_manager"),
+    "make_optimizer_constructor_lazy": ("distributed", "distributed.utils"),
+    "consolidate_model_parallel_checkpoints": ("distributed", "distributed.checkpointing"),
+    "consolidate_model_parallel_checkpoints_to_unified_checkpoint": (
+        TRAINING_MODELS_PACKAGE,
+        "models.training.checkpointing",
+    ),
+    "ModelParallelismPlugin": ("accelerate", "accelerate.utils", "accelerate.utils.dataclasses"),
+}
+PARALLEL_METHODS = {
+    "ParallelizersManager": ("parallelizer_for_model", "is_model_supported", "get_supported_model_types")
+}
+PARALLEL_MANUAL = {
+    qname: name
+    for name, modules in PARALLEL_MODULES.items()
+    for qname in (
+        *optimum_names(name, *modules, top_level=False),
+        *with_methods(optimum_names(name, *modules, top_level=False), *PARALLEL_METHODS.get(name, ())),
+    )
+}
+
+
+@register
+class ModelParallelismHelpers(Rule):
+    """optimum-neuron's own model-parallel machinery has no TorchNeuron counterpart."""
+
+    meta = RuleMeta(
+        "NM215",
+        "optimum-neuron model-parallel helper",
+        safety=MANUAL,
+        risks=frozenset({"collectives", "checkpoint-format"}),
+        summary=(
+            "Parallelizer, ParallelizersManager, make_optimizer_constructor_lazy, ModelParallelismPlugin and the "
+            "checkpoint consolidation helpers: tensor parallelism is DistributedConfig, checkpoints are "
+            "save_pretrained."
+        ),
+        docs=(DOCS_DISTRIBUTED_CONFIG, DOCS_DISTRIBUTED),
+        triggers=TRIGGERS,
+        example=Example(
+            before=(
+                "from optimum.neuron.distributed import ParallelizersManager\n\n"
+                "model = ParallelizersManager.parallelizer_for_model(model).parallelize(model)\n"
+            ),
+            after=(
+                "from optimum.neuron.distributed import ParallelizersManager\n\n"
+                "# TODO(neuron-migrate NM215): ParallelizersManager has no TorchNeuron counterpart: build the model "
+                "with from_pretrained(..., distributed_config=DistributedConfig(tp_size=N))\n"
+                "model = ParallelizersManager.parallelizer_for_model(model).parallelize(model)\n"
+            ),
+        ),
+    )
+    calls = dict.fromkeys(PARALLEL_MANUAL, "manual")
+    references = dict.fromkeys(PARALLEL_MANUAL, "manual")
+
+    def manual(self, original, updated, qname: str):
+        name = PARALLEL_MANUAL[qname]
+        self.ctx.manual(original, f"{name} has no TorchNeuron counterpart: {PARALLEL_NEXT_STEP[name]}")
+        return updated
+
+
+PATCH_TRANSFORMERS = frozenset(
+    optimum_names(
+        "patch_transformers_for_neuron_sdk",
+        TRAINING_MODELS_PACKAGE,
+        "models.training.training_utils",
+        "utils.training_utils",
+        top_level=False,
+    )
+)
+
+
+@register
+class PatchTransformersRemoval(Rule):
+    """``patch_transformers_for_neuron_sdk()`` patched transformers for optimum-neuron's modeling code."""
+
+    meta = RuleMeta(
+        "NM216",
+        "patch_transformers_for_neuron_sdk() removed",
+        safety=SAFE,
+        summary="Stock transformers runs on TorchNeuron unpatched.",
+        docs=(DOCS_HF,),
+        triggers=TRIGGERS,
+        example=Example(
+            before=(
+                "from optimum.neuron.models.training import patch_transformers_for_neuron_sdk\n\n"
+                "patch_transformers_for_neuron_sdk()\n"
+                "main()\n"
+            ),
+            after="main()\n",
+        ),
+    )
+    calls = dict.fromkeys(PATCH_TRANSFORMERS, "remove")
+    references = dict.fromkeys(PATCH_TRANSFORMERS, "manual")
+
+    def remove(self, original, updated, qname):
+        return StatementReplacement([], fallback="delete the call: stock transformers needs no patching")
+
+    def manual(self, original, updated, qname):
+        self.ctx.manual(original, "patch_transformers_for_neuron_sdk has no TorchNeuron counterpart: delete this use")
+        return updated
+
+
+@register
+class TrainingStartupSettings(Rule):
+    """Two settings the Hugging Face TorchNeuron recipe puts at the top of a training script, added once to a
+    file that builds a trainer or its arguments from a legacy class."""
+
+    meta = RuleMeta(
+        "NM217",
+        "TorchNeuron training start-up settings",
+        safety=SAFE,
+        risks=frozenset({"performance"}),
+        summary=(
+            "torch._dynamo.config.automatic_dynamic_shapes = False (one graph per shape, no symbolic dims) "
+            'and os.environ.setdefault("HF_DEACTIVATE_ASYNC_LOAD", "1"), unless the file already sets them.'
+        ),
+        docs=(DOCS_COMPILE, DOCS_FINE_TUNING),
+        triggers=TRIGGERS,
+        example=Example(
+            before=(
+                "import os\n"
+                "import torch\n"
+                "from optimum.neuron import NeuronTrainer\n\n"
+                "trainer = NeuronTrainer(model=model, args=args)\n"
+            ),
+            after=(
+                "import os\n"
+                "import torch\n"
+                "from transformers import Trainer\n\n" + STARTUP + "trainer = Trainer(model=model, args=args)\n"
+            ),
+        ),
+    )
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call):
+        if not self.builds_training(original):
+            return updated
+        torch = self.ctx.require_import("torch")
+        os_name = self.ctx.require_import("os")
+        self.ctx.add_setup(
+            original,
+            f"{torch}._dynamo.config.automatic_dynamic_shapes = False",
+            DYNAMIC_SHAPES_WHY,
+            unless="automatic_dynamic_shapes",
+        )
+        self.ctx.add_setup(
+            original,
+            f'{os_name}.environ.setdefault("HF_DEACTIVATE_ASYNC_LOAD", "1")',
+            ASYNC_LOAD_WHY,
+            unless="HF_DEACTIVATE_ASYNC_LOAD",
+        )
+        return updated
+
+    def builds_training(self, call: cst.Call) -> bool:
+        if root_name(call.func) not in self.ctx.import_bound and _callee_name(call.func) not in PARSER_NAMES:
+            return False
+        if self.ctx.any_qualified_name(call.func, TRAINING_BUILDERS):
+            return True
+        if _callee_name(call.func) in PARSER_NAMES and call.args:
+            first = call.args[0].value
+            elements = [e.value for e in first.elements] if isinstance(first, (cst.Tuple, cst.List)) else [first]
+            return any(self.ctx.any_qualified_name(e, ARGUMENT_CLASSES) for e in elements)
+        return False
+
+
+# optimum.neuron.utils public names (0.4.5 _import_structure) -> the next step for each.
+NO_COUNTERPART = "it has no TorchNeuron counterpart: delete this use"
+EXPORT_ARGUMENTS = "it fed the ahead-of-time export; TorchNeuron compiles on first call: delete this use"
+ARTIFACT_NAME = "it names compiled artifacts TorchNeuron does not write: delete this use"
+INPUT_GENERATOR = "it made dummy inputs for tracing, which TorchNeuron does not need: delete this use"
+PATCHING = "use unittest.mock.patch, or delete this use"
+UTILS_NEXT_STEP = {
+    "argument_utils": {
+        name: EXPORT_ARGUMENTS
+        for name in (
+            "LoRAAdapterArguments",
+            "IPAdapterArguments",
+            "ImageEncoderArguments",
+            "InputShapesArguments",
+            "NeuronArgumentParser",
+            "convert_neuronx_compiler_args_to_neuron",
+            "store_compilation_config",
+        )
+    },
+    "constant": {
+        **{
+            name: ARTIFACT_NAME
+            for name in (
+                "DECODER_NAME",
+                "DIFFUSION_MODEL_TEXT_ENCODER_2_NAME",
+                "DIFFUSION_MODEL_TEXT_ENCODER_NAME",
+                "DIFFUSION_MODEL_IMAGE_ENCODER_NAME",
+                "DIFFUSION_MODEL_UNET_NAME",
+                "DIFFUSION_MODEL_TRANSFORMER_NAME",
+                "DIFFUSION_MODEL_VAE_DECODER_NAME",
+                "DIFFUSION_MODEL_VAE_ENCODER_NAME",
+                "DIFFUSION_MODEL_CONTROLNET_NAME",
+                "ENCODER_NAME",
+                "NEURON_FILE_NAME",
+            )
+        },
+        "WEIGHTS_INDEX_NAME": "use transformers.utils.WEIGHTS_INDEX_NAME",
+        "SAFE_WEIGHTS_INDEX_NAME": "use transformers.utils.SAFE_WEIGHTS_INDEX_NAME",
+    },
+    "import_utils": {
+        "is_accelerate_available": "use transformers.utils.is_accelerate_available",
+        "is_neuronx_available": "use torch.neuron.is_available()",
+        "is_torch_neuronx_available": "use torch.neuron.is_available()",
+        "is_trl_available": 'use importlib.util.find_spec("trl") is not None',
+    },
+    "input_generators": {
+        name: INPUT_GENERATOR
+        for name in (
+            "DTYPE_MAPPER",
+            "DummyBeamValuesGenerator",
+            "DummyMaskedPosGenerator",
+            "DummyControNetInputGenerator",
+            "ASTDummyAudioInputGenerator",
+            "DummyIPAdapterInputGenerator",
+            "DummyFluxTransformerRotaryEmbGenerator",
+            "DummyFluxKontextTransformerRotaryEmbGenerator",
+            "DummyTimestepInputGenerator",
+            "WhisperDummyTextInputGenerator",
+        )
+    },
+    "misc": {
+        "DiffusersPretrainedConfig": "use the diffusers model's own config class",
+        "check_if_weights_replacable": NO_COUNTERPART,
+        "get_stable_diffusion_configs": "read each component's config from the diffusers pipeline",
+        "replace_weights": "load weights with load_state_dict(...) on the stock model",
+        "get_checkpoint_shard_files": "use transformers.utils.hub.get_checkpoint_shard_files",
+    },
+    "model_utils": {
+        "get_tied_parameters_dict": "use accelerate.utils.find_tied_parameters(model)",
+        "tie_parameters": "call model.tie_weights()",
+        "saved_model_in_temporary_directory": "save to a tempfile.TemporaryDirectory() with save_pretrained",
+    },
+    "optimization_utils": {
+        "get_attention_scores_sd": "use torch.nn.functional.scaled_dot_product_attention",
+        "get_attention_scores_sdxl": "use torch.nn.functional.scaled_dot_product_attention",
+        "neuron_scaled_dot_product_attention": "use torch.nn.functional.scaled_dot_product_attention",
+    },
+    "patching": {
+        name: PATCHING
+        for name in (
+            "DynamicPatch",
+            "ModelPatcher",
+            "Patcher",
+            "patch_everywhere",
+            "patch_within_function",
+            "replace_class_in_inheritance_hierarchy",
+        )
+    },
+}
+UTILS_MANUAL = {
+    qname: (name, step)
+    for module, names in UTILS_NEXT_STEP.items()
+    for name, step in names.items()
+    for qname in optimum_names(name, "utils", f"utils.{module}", top_level=False)
+}
+UTILS_MANUAL.update(
+    dict.fromkeys(
+        optimum_names("TRL_VERSION", "trainers", "trainers.trl_utils", top_level=False),
+        ("TRL_VERSION", 'the TRL release optimum-neuron pinned; read importlib.metadata.version("trl") instead'),
+    )
+)
+
+
+@register
+class OptimumNeuronUtils(Rule):
+    """The rest of ``optimum.neuron.utils``: internal helpers of optimum-neuron, each with the next step."""
+
+    meta = RuleMeta(
+        "NM229",
+        "optimum-neuron internal helper",
+        safety=MANUAL,
+        summary=(
+            "Constants, dummy-input generators, export arguments, patching and availability helpers of "
+            "optimum.neuron.utils (and trainers.TRL_VERSION): deleted by hand or replaced by the stock helper "
+            "named in the TODO."
+        ),
+        docs=(DOCS_HF,),
+        triggers=TRIGGERS,
+        example=Example(
+            before=(
+                "from optimum.neuron.utils import NEURON_FILE_NAME\n\n"
+                "compiled = os.path.join(output_dir, NEURON_FILE_NAME)\n"
+            ),
+            after=(
+                "from optimum.neuron.utils import NEURON_FILE_NAME\n\n"
+                "# TODO(neuron-migrate NM229): NEURON_FILE_NAME is an optimum-neuron helper: it names compiled "
+                "artifacts TorchNeuron does not write: delete this use\n"
+                "compiled = os.path.join(output_dir, NEURON_FILE_NAME)\n"
+            ),
+        ),
+    )
+    calls = dict.fromkeys(UTILS_MANUAL, "manual")
+    references = dict.fromkeys(UTILS_MANUAL, "manual")
+
+    def manual(self, original, updated, qname: str):
+        name, step = UTILS_MANUAL[qname]
+        self.ctx.manual(original, f"{name} is an optimum-neuron helper: {step}")
+        return updated

@@ -1,0 +1,183 @@
+"""``neuron-migrate audit`` (static): exit codes, --fail-on, formats, baselines, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from typer.testing import CliRunner
+
+from neuron_migrate.cli import app
+from neuron_migrate.report.json_report import schema
+
+SARIF_SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-2.1.0.json").read_text(encoding="utf-8"))
+HAZARD = "import torch\n\ntorch._dynamo.config.automatic_dynamic_shapes = False\nm = torch.compile(m, dynamic=True)\n"
+LEGACY = "import torch_xla.core.xla_model as xm\n\nxm.mark_step()\n"
+CLEAN = "import torch\n\nx = torch.ones(2)\n"
+INFO_ONLY = "from torch.utils.data import DataLoader\n\nloader = DataLoader(ds, shuffle=True)\n"
+
+
+@pytest.fixture
+def cli(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NO_COLOR", "1")
+    runner = CliRunner()
+
+    def invoke(*args):
+        return runner.invoke(app, ["audit", *map(str, args)], catch_exceptions=False)
+
+    return invoke
+
+
+def write(name: str, text: str) -> Path:
+    path = Path(name)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_clean_code_exits_0(cli):
+    write("ok.py", CLEAN)
+    result = cli("ok.py")
+    assert result.exit_code == 0, result.output
+    assert "0 error, 0 warning, 0 info" in result.output
+
+
+def test_a_hazard_exits_1_with_line_rule_and_fix(cli):
+    write("train.py", HAZARD)
+    result = cli("train.py")
+    assert result.exit_code == 1
+    assert "train.py:4:5: NA104 [error]" in result.output
+    assert "fix: drop dynamic=True" in result.output
+
+
+def test_leftover_legacy_apis_are_reported_with_the_edit_that_fixes_them(cli):
+    write("legacy.py", LEGACY)
+    result = cli("legacy.py", "--format", "json")
+    data = json.loads(result.stdout)
+    rules = {f["rule"]: f for fr in data["files"] for f in fr["findings"]}
+    assert rules["NM110"]["severity"] == "error" and not rules["NM110"]["applied"]
+    assert "neuron-migrate rewrite" in rules["NM110"]["fix"]
+    assert Path("legacy.py").read_text() == LEGACY, "the audit never writes"
+
+
+def test_fail_on_sets_the_threshold(cli):
+    write("loader.py", INFO_ONLY)
+    assert cli("loader.py").exit_code == 0, "info findings do not fail the default --fail-on warning"
+    assert cli("loader.py", "--fail-on", "info").exit_code == 1
+    write("train.py", HAZARD)
+    assert cli("train.py", "--fail-on", "never").exit_code == 0
+
+
+def test_json_output_is_valid_against_the_report_schema(cli):
+    write("train.py", HAZARD + "y = m.cuda()\n")
+    result = cli("train.py", "--format", "json", "--output", "out/report.json")
+    assert result.exit_code == 1
+    data = json.loads(Path("out/report.json").read_text())
+    jsonschema.Draft202012Validator(schema()).validate(data)
+    assert data["command"] == "audit"
+    assert {"NA104", "NA401"} <= {f["rule"] for fr in data["files"] for f in fr["findings"]}
+    assert "NA104" in data["rules"] and data["rules"]["NA104"]["title"]
+
+
+def test_sarif_output_is_valid_sarif(cli):
+    write("train.py", HAZARD)
+    result = cli("train.py", "--format", "sarif")
+    log = json.loads(result.stdout)
+    jsonschema.Draft7Validator(SARIF_SCHEMA).validate(log)
+    (found,) = [r for r in log["runs"][0]["results"] if r["ruleId"] == "NA104"]
+    assert found["level"] == "error"
+    assert found["locations"][0]["physicalLocation"]["region"]["startLine"] == 4
+
+
+@pytest.mark.parametrize("fmt,marker", [("md", "NA104"), ("html", "<html")])
+def test_markdown_and_html_render(cli, fmt, marker):
+    write("train.py", HAZARD)
+    assert marker in cli("train.py", "--format", fmt).stdout
+
+
+def test_baseline_is_a_ratchet(cli):
+    write("train.py", HAZARD)
+    first = cli("train.py", "--baseline", "nm-baseline.json")
+    assert first.exit_code == 0 and "1 findings recorded" in first.output
+    assert cli("train.py", "--baseline", "nm-baseline.json").exit_code == 0
+
+    # The old finding moved down two lines and a new one appeared: only the new one fails.
+    write("train.py", "import torch\n\n\n\n" + HAZARD.split("\n", 2)[2] + "x = x.cuda()\n")
+    again = cli("train.py", "--baseline", "nm-baseline.json")
+    assert again.exit_code == 1
+    assert "NA401" in again.output and "NA104" not in again.output
+
+    assert cli("train.py", "--baseline", "nm-baseline.json", "--update-baseline").exit_code == 0
+    assert cli("train.py", "--baseline", "nm-baseline.json").exit_code == 0
+
+
+def test_a_broken_baseline_is_a_usage_error(cli):
+    write("train.py", HAZARD)
+    write("bad.json", "{not json")
+    result = cli("train.py", "--baseline", "bad.json")
+    assert result.exit_code == 2 and "cannot read the baseline" in result.output
+
+
+def test_a_file_that_does_not_parse_is_reported_and_exits_2(cli):
+    write("broken.py", "import torch\n\ndef f(:\n")
+    write("train.py", HAZARD)
+    result = cli(".")
+    assert result.exit_code == 2
+    assert "broken.py:3:" in result.output and "does not parse" in result.output
+    assert "NA104" in result.output, "the other files are still audited"
+
+
+def test_select_and_ignore_take_audit_ids(cli):
+    write("train.py", HAZARD + "y = m.cuda()\n")
+    only_cuda = cli("train.py", "--select", "NA4", "--format", "json")
+    assert {f["rule"] for fr in json.loads(only_cuda.stdout)["files"] for f in fr["findings"]} == {"NA401"}
+    assert cli("train.py", "--ignore", "NA1,NA4").exit_code == 0
+    assert cli("train.py", "--select", "NA999").exit_code == 2
+
+
+def test_missing_path_is_a_usage_error(cli):
+    assert cli("nope.py").exit_code == 2
+    assert cli().exit_code == 2
+
+
+RUNTIME = Path(__file__).resolve().parents[1] / "fixtures" / "runtime"
+
+
+def _audit_run(*args, cwd):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=str(RUNTIME.parents[1]))
+    return subprocess.run(
+        [sys.executable, "-m", "neuron_migrate", "audit", *map(str, args)],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
+    )
+
+
+@pytest.mark.slow
+def test_run_confirms_static_findings_and_adds_runtime_ones(tmp_path):
+    script = tmp_path / "item_branch.py"
+    script.write_text((RUNTIME / "item_branch.py").read_text())
+    result = _audit_run("--run", script.name, "--format", "json", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    findings = [f for fr in json.loads(result.stdout)["files"] for f in fr["findings"]]
+    evidence = {(f["rule"], f["span"]["line"]): f["evidence"] for f in findings}
+    assert evidence[("NA208", 9)] == "static+runtime"
+    assert evidence[("NA201", 11)] == "static+runtime"
+    assert evidence[("NA502", 9)] == "runtime"
+
+
+@pytest.mark.slow
+def test_run_passes_arguments_and_a_clean_script_passes(tmp_path):
+    script = tmp_path / "clean.py"
+    script.write_text(
+        "import sys\nimport torch\n\ntorch._dynamo.config.automatic_dynamic_shapes = False\n"
+        "f = torch.compile(torch.nn.Linear(4, 4), backend='eager')\n"
+        "for _ in range(int(sys.argv[1])):\n    f(torch.ones(2, 4))\nprint('ran', sys.argv[1:])\n"
+    )
+    result = _audit_run("--run", script.name, "--", "3", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 error, 0 warning, 0 info" in result.stdout

@@ -1,0 +1,91 @@
+"""Import and start-up edits the engine makes for rules: from-imports merged into the file's own
+lines, names that would clash, start-up statements, and legacy APIs inside a non-legacy package."""
+
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+import pytest
+
+from neuron_migrate.migrate.engine import RulePlan, migrate_python
+from neuron_migrate.rules.base import SAFE, Example, Rule, RuleIndex, RuleMeta
+
+
+class RenameTrainer(Rule):
+    """A stand-in rule: ``legacy_pkg.Trainer`` -> ``transformers.Trainer`` plus a start-up setting."""
+
+    meta = RuleMeta("NM999", "test rename", safety=SAFE, triggers=(b"legacy_pkg",), example=Example("", ""))
+    calls = {"legacy_pkg.NeuronTrainer": "rename", "legacy_pkg.api.run": "rename_run"}
+
+    def rename(self, original: cst.Call, updated: cst.Call, qname: str):
+        name = self.ctx.require_from_import("transformers", "Trainer")
+        args_name = self.ctx.require_from_import("transformers", "TrainingArguments")
+        os_name = self.ctx.require_import("os")
+        self.ctx.add_setup(
+            original,
+            f'{os_name}.environ.setdefault("HF_DEACTIVATE_ASYNC_LOAD", "1")',
+            "weights load synchronously on the neuron device",
+            unless="HF_DEACTIVATE_ASYNC_LOAD",
+        )
+        return updated.with_changes(func=self.ctx.expr(name), args=[cst.Arg(self.ctx.expr(f"{args_name}()"))])
+
+    def rename_run(self, original: cst.Call, updated: cst.Call, qname: str):
+        return self.ctx.expr("run_natively()")
+
+
+@pytest.fixture(scope="module")
+def run():
+    plan = RulePlan(index=RuleIndex.build([RenameTrainer]), legacy_prefixes=("legacy_pkg.NeuronTrainer", "legacy_pkg.api.run"))
+
+    def rewrite(source: str) -> str:
+        code = migrate_python(source, "t.py", plan).code
+        ast.parse(code)
+        assert migrate_python(code, "t.py", plan).code == code
+        return code
+
+    return rewrite
+
+
+def test_new_names_join_the_files_own_from_import_line(run):
+    source = "from transformers import AutoTokenizer\nfrom legacy_pkg import NeuronTrainer\n\nt = NeuronTrainer()\n"
+    assert run(source) == (
+        "from transformers import AutoTokenizer, Trainer, TrainingArguments\nimport os\n\n"
+        "# weights load synchronously on the neuron device\n"
+        'os.environ.setdefault("HF_DEACTIVATE_ASYNC_LOAD", "1")\n\n'
+        "t = Trainer(TrainingArguments())\n"
+    )
+
+
+def test_new_names_from_one_module_share_one_line(run):
+    source = "import os\nfrom legacy_pkg import NeuronTrainer\n\nt = NeuronTrainer()\n"
+    code = run(source)
+    assert "from transformers import Trainer, TrainingArguments\n" in code
+    assert code.count("import os") == 1
+
+
+def test_a_name_already_bound_in_the_file_is_used_dotted(run):
+    source = "from legacy_pkg import NeuronTrainer\n\n\nclass Trainer:\n    pass\n\n\nt = NeuronTrainer()\n"
+    code = run(source)
+    assert "t = transformers.Trainer(TrainingArguments())" in code
+    assert "import transformers\n" in code
+
+
+def test_a_setting_the_file_already_makes_is_not_added_twice(run):
+    source = (
+        "import os\nfrom legacy_pkg import NeuronTrainer\n\n"
+        'os.environ["HF_DEACTIVATE_ASYNC_LOAD"] = "1"\nt = NeuronTrainer()\n'
+    )
+    assert run(source).count("HF_DEACTIVATE_ASYNC_LOAD") == 1
+
+
+def test_a_legacy_api_imported_from_a_living_package_is_removed_alone(run):
+    source = "from legacy_pkg.api import run, keep\n\nrun()\nkeep()\n"
+    assert run(source) == "from legacy_pkg.api import keep\n\nrun_natively()\nkeep()\n"
+
+
+def test_a_parenthesized_import_line_is_left_as_it_is(run):
+    source = "from transformers import (\n    AutoTokenizer,\n)\nfrom legacy_pkg import NeuronTrainer\n\nt = NeuronTrainer()\n"
+    code = run(source)
+    assert code.startswith("from transformers import (\n    AutoTokenizer,\n)\n")
+    assert "from transformers import Trainer, TrainingArguments\n" in code

@@ -1,0 +1,296 @@
+"""The optimum-neuron inference and diffusion rules (NM301-NM321) beyond their fixtures.
+
+The rule tables must cover every public inference name of the released optimum-neuron, and name
+classes and arguments that exist in the installed transformers / diffusers. Migrated scripts are
+executed against those libraries on the emulated ``neuron`` device, with tiny models built in the
+test and saved to a temporary folder (nothing comes from the Hub), so a wrong class, argument or
+value fails here.
+"""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+
+import pytest
+from tiny import save_tiny_llama, word_tokenizer
+
+from neuron_migrate.rules.base import all_rules
+from neuron_migrate.rules.optimum_diffusers import MIXIN_TARGETS, MIXINS, PIPELINES, TENSOR_PARALLEL_DENOISER
+from neuron_migrate.rules.optimum_inference import TASK_MODELS
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+# optimum-neuron modules whose public names the inference and diffusion rules answer for
+
+
+def _handled_names() -> set[str]:
+    names: set[str] = set()
+    for rule in all_rules():
+        if rule.meta.id.startswith("NM3"):
+            names.update(rule.calls, rule.references)
+    return names
+
+
+def _migrate(migrate, source: str) -> str:
+    result = migrate(textwrap.dedent(source), path="script.py")
+    assert "optimum" not in result.code, result.code
+    assert "TODO(neuron-migrate" not in result.code, result.code
+    return result.code
+
+
+# ----- the tables -----------------------------------------------------------------------------
+
+
+def test_the_pipeline_mixins_of_optimum_neuron_have_a_rule():
+    reference = pytest.importorskip("reference.optimum_neuron")
+    try:
+        root = reference.source_root()
+    except FileNotFoundError as exc:
+        pytest.skip(str(exc))
+    exported = reference._import_structure(root / "pipelines" / "__init__.py", "pipelines")
+    mixins = {n.name for n in exported if n.name.endswith("Mixin")}
+    assert mixins == set(MIXINS)
+    handled = _handled_names()
+    for name in mixins:
+        assert f"optimum.neuron.pipelines.{name}" in handled
+        assert any(q.endswith(f".{name}") and q in handled for q in MIXIN_TARGETS)
+
+
+def test_transformers_replacements_exist():
+    for target, _ in TASK_MODELS.values():
+        assert hasattr(transformers, target), target
+    for name in ("AutoModelForCausalLM", "PreTrainedModel", "pipeline"):
+        assert hasattr(transformers, name)
+    from transformers.distributed import DistributedConfig
+
+    assert DistributedConfig(tp_size=2).tp_size == 2
+    # from_pretrained reads the keyword the rules emit for tensor parallelism
+    source = inspect.getsource(transformers.PreTrainedModel.from_pretrained)
+    assert 'kwargs.pop("distributed_config"' in source
+    assert {"device", "dtype", "model_kwargs"} <= set(inspect.signature(transformers.pipeline).parameters)
+
+
+def test_diffusers_replacements_exist():
+    diffusers = pytest.importorskip("diffusers")
+    for target in PIPELINES.values():
+        assert hasattr(diffusers, target), target
+    for target in MIXINS.values():
+        assert hasattr(diffusers, target) or hasattr(diffusers.loaders, target), target
+    config = diffusers.ParallelConfig(tensor_parallel_config=diffusers.TensorParallelConfig(tp_degree=2))
+    assert config.tensor_parallel_config.tp_degree == 2
+    assert "config" in inspect.signature(diffusers.ModelMixin.enable_parallelism).parameters
+    for name in ("load_lora_weights", "set_adapters", "load_ip_adapter", "set_ip_adapter_scale"):
+        assert hasattr(diffusers.StableDiffusionXLPipeline, name), name
+
+
+def _denoiser(pipeline_class, component):
+    """The model class a pipeline's constructor expects for ``component``."""
+    return inspect.signature(pipeline_class.__init__, eval_str=True).parameters[component].annotation
+
+
+def test_only_denoisers_with_a_tensor_parallel_plan_are_sharded():
+    diffusers = pytest.importorskip("diffusers")
+    for pipeline, component in TENSOR_PARALLEL_DENOISER.items():
+        model = _denoiser(getattr(diffusers, pipeline), component)
+        assert getattr(model, "_tp_plan", None), f"{pipeline}.{component} has no tensor-parallel plan"
+    for pipeline, component in (("StableDiffusionPipeline", "unet"), ("PixArtSigmaPipeline", "transformer")):
+        assert pipeline not in TENSOR_PARALLEL_DENOISER
+        assert not getattr(_denoiser(getattr(diffusers, pipeline), component), "_tp_plan", None)
+
+
+def test_sentence_transformer_takes_the_emitted_arguments():
+    sentence_transformers = pytest.importorskip("sentence_transformers")
+    params = inspect.signature(sentence_transformers.SentenceTransformer.__init__).parameters
+    assert {"device", "model_kwargs", "cache_folder", "revision", "token", "trust_remote_code"} <= set(params)
+
+
+# ----- migrated scripts, executed -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bert_dir(tmp_path_factory):
+    from transformers import BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("bert")
+    config = BertConfig(
+        vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
+        max_position_embeddings=64, num_labels=2,
+    )
+    BertForSequenceClassification(config).save_pretrained(folder)
+    word_tokenizer(["hello", "world", "neuron"], model_max_length=32).save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def llama_dir(tmp_path_factory):
+    return save_tiny_llama(tmp_path_factory.mktemp("llama"), with_tokenizer=False)
+
+
+@pytest.fixture(scope="module")
+def stable_diffusion_dir(tmp_path_factory):
+    diffusers = pytest.importorskip("diffusers")
+    from transformers import CLIPTextConfig, CLIPTextModel
+
+    torch.manual_seed(0)
+    unet = diffusers.UNet2DConditionModel(
+        block_out_channels=(4, 8), layers_per_block=1, sample_size=8, in_channels=4, out_channels=4,
+        down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"), up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
+        cross_attention_dim=8, norm_num_groups=2, attention_head_dim=2,
+    )
+    vae = diffusers.AutoencoderKL(
+        block_out_channels=[4, 8], in_channels=3, out_channels=3, down_block_types=["DownEncoderBlock2D"] * 2,
+        up_block_types=["UpDecoderBlock2D"] * 2, latent_channels=4, norm_num_groups=2, sample_size=16,
+    )
+    text_encoder = CLIPTextModel(
+        CLIPTextConfig(
+            bos_token_id=0, eos_token_id=2, pad_token_id=1, hidden_size=8, intermediate_size=16,
+            num_attention_heads=2, num_hidden_layers=1, vocab_size=16, max_position_embeddings=32,
+        )
+    )
+    pipe = diffusers.StableDiffusionPipeline(
+        vae=vae, text_encoder=text_encoder, tokenizer=word_tokenizer(["a", "photo", "of", "cat"], model_max_length=32), unet=unet,
+        scheduler=diffusers.DDIMScheduler(steps_offset=1, clip_sample=False), safety_checker=None,
+        feature_extractor=None, requires_safety_checker=False,
+    )
+    folder = tmp_path_factory.mktemp("sd")
+    pipe.save_pretrained(folder)
+    return str(folder)
+
+
+def test_migrated_encoders_load_on_the_device_in_the_cast_dtype(migrate, neuron_emulator, bert_dir):
+    code = _migrate(
+        migrate,
+        """
+        import torch
+        import optimum.neuron as on
+        from optimum.neuron import NeuronModelForSequenceClassification
+        from optimum.neuron.models.inference.bert import NeuronBertForSequenceClassification
+
+        compiler_args = {"auto_cast": "matmul", "auto_cast_type": "bf16", "optlevel": "1"}
+        input_shapes = dict(batch_size=1, sequence_length=16)
+
+        classifier = NeuronModelForSequenceClassification.from_pretrained(
+            MODEL_DIR, export=True, disable_neuron_cache=True, **compiler_args, **input_shapes
+        )
+        bert = NeuronBertForSequenceClassification.from_pretrained(
+            MODEL_DIR, export=True, batch_size=1, sequence_length=16, torch_dtype=torch.float32, num_cores=1
+        )
+        features = on.NeuronModelForFeatureExtraction.from_pretrained(MODEL_DIR, export=True, use_auth_token=False)
+        """,
+    )
+    scope = {"MODEL_DIR": bert_dir}
+    exec(compile(code, "script.py", "exec"), scope)
+    classifier, bert, features = scope["classifier"], scope["bert"], scope["features"]
+    assert type(classifier).__name__ == "BertForSequenceClassification"
+    assert type(bert).__name__ == "BertForSequenceClassification"
+    assert type(features).__name__ == "BertModel"
+    assert {p.device.type for p in classifier.parameters()} == {"neuron"}
+    assert next(classifier.parameters()).dtype == torch.bfloat16
+    assert next(bert.parameters()).dtype == torch.float32
+    ids = torch.randint(4, 7, (1, 16)).to("neuron")
+    assert classifier(input_ids=ids).logits.shape == (1, 2)
+
+
+def test_migrated_causal_lm_generates_with_a_static_cache(migrate, neuron_emulator, llama_dir):
+    code = _migrate(
+        migrate,
+        """
+        from optimum.neuron import NeuronModelForCausalLM
+
+
+        class Generator:
+            def __init__(self, model_id):
+                self.model = NeuronModelForCausalLM.from_pretrained(
+                    model_id, export=True, batch_size=1, sequence_length=64, auto_cast_type="bf16"
+                )
+
+            def __call__(self, input_ids):
+                return self.model.generate(input_ids, max_new_tokens=3, do_sample=False)
+
+
+        loaded = NeuronModelForCausalLM.from_pretrained(MODEL_DIR, export=True, tensor_parallel_size=1)
+        """,
+    )
+    assert 'cache_implementation="static"' in code
+    assert 'loaded.generation_config.cache_implementation = "static"' in code
+    scope = {"MODEL_DIR": llama_dir}
+    exec(compile(code, "script.py", "exec"), scope)
+    generator = scope["Generator"](llama_dir)
+    prompt = torch.tensor([[1, 5, 9]]).to("neuron")
+    tokens = generator(prompt)
+    assert tokens.shape == (1, 6) and tokens[0, :3].tolist() == [1, 5, 9]
+    assert next(generator.model.parameters()).dtype == torch.bfloat16
+    loaded = scope["loaded"]
+    assert loaded.generation_config.cache_implementation == "static"
+    assert loaded.generate(prompt, max_new_tokens=2, do_sample=False).shape == (1, 5)
+
+
+def test_migrated_pipeline_runs_on_the_device(migrate, neuron_emulator, bert_dir):
+    code = _migrate(
+        migrate,
+        """
+        from optimum.neuron import pipeline
+
+        classifier = pipeline(
+            "text-classification",
+            MODEL_DIR,
+            export=True,
+            input_shapes={"batch_size": 1, "sequence_length": 16},
+            compiler_args={"auto_cast": "all", "auto_cast_type": "bf16"},
+        )
+        """,
+    )
+    scope = {"MODEL_DIR": bert_dir}
+    exec(compile(code, "script.py", "exec"), scope)
+    classifier = scope["classifier"]
+    assert classifier.device.type == "neuron"
+    assert next(classifier.model.parameters()).dtype == torch.bfloat16
+    (prediction,) = classifier("hello world", padding="max_length", max_length=16)
+    assert prediction["label"] in ("LABEL_0", "LABEL_1")
+
+
+def test_migrated_diffusion_pipeline_loads_and_runs_on_the_device(
+    migrate, neuron_emulator, stable_diffusion_dir, recwarn
+):
+    code = _migrate(
+        migrate,
+        """
+        from optimum.neuron import NeuronStableDiffusionPipeline
+
+        input_shapes = {"batch_size": 1, "height": 16, "width": 16}
+        pipe = NeuronStableDiffusionPipeline.from_pretrained(PIPE_DIR, export=True, num_cores=1, **input_shapes)
+        """,
+    )
+    scope = {"PIPE_DIR": stable_diffusion_dir}
+    exec(compile(code, "script.py", "exec"), scope)
+    pipe = scope["pipe"]
+    assert type(pipe).__name__ == "StableDiffusionPipeline"
+    assert pipe.unet.device.type == "neuron" and pipe.unet.dtype == torch.bfloat16
+    assert not [w for w in recwarn if "torch_dtype" in str(w.message)], "the emitted dtype keyword is deprecated"
+    images = pipe("a photo of a cat", height=16, width=16, num_inference_steps=1, output_type="np").images
+    assert images.shape == (1, 16, 16, 3)
+
+
+def test_flux_tensor_parallel_shards_the_transformer_after_loading(migrate):
+    pytest.importorskip("diffusers")
+    result = migrate(
+        textwrap.dedent(
+            """
+            from optimum.neuron import NeuronFluxPipeline
+
+            pipe = NeuronFluxPipeline.from_pretrained("flux", export=True, tensor_parallel_size=4)
+            """
+        )
+    )
+    lines = result.code.splitlines()
+    load = next(i for i, line in enumerate(lines) if line.startswith("pipe = FluxPipeline.from_pretrained("))
+    assert lines[load].endswith('.to("neuron")')
+    assert lines[load + 1] == (
+        "pipe.transformer.enable_parallelism(config=ParallelConfig(tensor_parallel_config="
+        "TensorParallelConfig(tp_degree=4)))"
+    )
+    assert "from diffusers import FluxPipeline, ParallelConfig, TensorParallelConfig" in result.code
+    assert "torchrun --nproc-per-node 4" in result.code
