@@ -36,6 +36,11 @@ STATIC_AND_RUNTIME = "static+runtime"
 class HazardTask:
     path: str  # as reported
     real: str
+    kind: str = "python"
+
+
+# File kinds that hold Python the hazard checks read: modules, and the code cells of notebooks.
+HAZARD_KINDS = ("python", "notebook")
 
 
 def audit(paths: Sequence[Path | str], config: Config, progress=None) -> Report:
@@ -43,8 +48,8 @@ def audit(paths: Sequence[Path | str], config: Config, progress=None) -> Report:
     started = time.perf_counter()
     cwd = Path.cwd()
     found = discover(paths, config)
-    python = [s for s in found.files if s.kind == "python"]
-    tasks = [HazardTask(display_path(s.path, cwd), str(s.real)) for s in python]
+    python = [s for s in found.files if s.kind in HAZARD_KINDS]
+    tasks = [HazardTask(display_path(s.path, cwd), str(s.real), s.kind) for s in python]
     files = {t.path: FileResult(t.path) for t in tasks}
 
     outcomes = parallel.map_in_order(scan_file, tasks, config.workers, _no_setup)
@@ -104,6 +109,8 @@ def scan_file(task: HazardTask) -> ScanOutcome:
             data = fh.read()
         if not any(word in data for word in HAZARD_TRIGGERS):
             return ScanOutcome([])
+        if task.kind == "notebook":
+            return _scan_notebook(data, task.path)
         source = data.decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         return ScanOutcome([], f"{task.path}: cannot be read: {exc}")
@@ -111,6 +118,25 @@ def scan_file(task: HazardTask) -> ScanOutcome:
         return ScanOutcome(scan_source(source, task.path))
     except SyntaxError as exc:
         return ScanOutcome([], f"{task.path}:{exc.lineno}:{(exc.offset or 0)}: does not parse: {exc.msg}")
+
+
+def _scan_notebook(data: bytes, path: str) -> ScanOutcome:
+    """Each code cell on its own, findings numbered by cell. A notebook or cell that cannot be read
+    is left to the legacy pass, which reports it (failed, or NM550)."""
+    from neuron_migrate.analyzers.static import scan_source
+    from neuron_migrate.migrate.notebook import NotebookError, python_cells
+
+    try:
+        cells = python_cells(data, path)
+    except NotebookError:
+        return ScanOutcome([])
+    findings = []
+    for number, source in cells:
+        try:
+            findings.extend(replace(f, cell=number) for f in scan_source(source, path))
+        except SyntaxError:
+            continue
+    return ScanOutcome(findings)
 
 
 def _no_setup() -> None:

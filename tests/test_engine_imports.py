@@ -89,3 +89,8 @@ def test_a_parenthesized_import_line_is_left_as_it_is(run):
     code = run(source)
     assert code.startswith("from transformers import (\n    AutoTokenizer,\n)\n")
     assert "from transformers import Trainer, TrainingArguments\n" in code
+
+
+def test_a_suppressed_edit_adds_no_import(migrate):
+    source = "import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()  # neuron-migrate: ignore\n"
+    assert migrate(source).code == source

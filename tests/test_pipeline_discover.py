@@ -102,9 +102,16 @@ def test_missing_path_is_an_error(tmp_path):
 
 
 def test_explicit_non_python_file_is_skipped_with_a_reason(tmp_path):
-    touch(tmp_path, "run.sh")
-    result = discover([tmp_path / "run.sh"], Config(root=tmp_path))
+    touch(tmp_path, "run.ps1")
+    result = discover([tmp_path / "run.ps1"], Config(root=tmp_path))
     assert result.files == [] and "not a file type" in result.skipped[0].reason
+
+
+def test_shell_scripts_are_found_as_their_own_kind(tmp_path):
+    touch(tmp_path, "run.sh")
+    touch(tmp_path, "scripts/train.bash")
+    result = discover([tmp_path], Config(root=tmp_path))
+    assert sorted((f.path.name, f.kind) for f in result.files) == [("run.sh", "shell"), ("train.bash", "shell")]
 
 
 @needs_symlinks

@@ -3,6 +3,10 @@
 Layout: ``fixtures/rules/<ID>/<case>.before.py`` with ``<case>.after.py`` (the full engine's
 output, every rule on), and ``<case>.noop.py`` for code that must come out byte-identical with no
 edit. Each rewrite must parse and must be a fixpoint.
+
+Rules of another file kind (``RuleMeta.kind``) run their example through that kind's adapter, and
+keep their fixtures under ``fixtures/<kind>/<ID>/`` (``<case>.before.<ext>``, ``.after.<ext>``,
+``.noop.<ext>``), which their own test module runs.
 """
 
 from __future__ import annotations
@@ -17,6 +21,17 @@ from neuron_migrate.rules.base import all_rules
 RULES_DIR = FIXTURES / "rules"
 PAIRS = sorted(RULES_DIR.glob("*/*.before.py"))
 NOOPS = sorted(RULES_DIR.glob("*/*.noop.py"))
+
+
+# Non-Python kind -> the file name its rule examples are rewritten as.
+EXAMPLE_FILES = {
+    "notebook": "example.ipynb",
+    "shell": "run.sh",
+    "requirements": "requirements.txt",
+    "pyproject": "pyproject.toml",
+    "setup_cfg": "setup.cfg",
+    "conda_env": "environment.yml",
+}
 
 
 def _id(path):
@@ -47,9 +62,13 @@ def test_noop_fixture_is_untouched(noop, migrate):
 
 
 @pytest.mark.parametrize("rule", all_rules(), ids=lambda r: r.meta.id)
-def test_rule_example_is_what_the_engine_does(rule, migrate):
+def test_rule_example_is_what_the_engine_does(rule, migrate, plan):
     example = rule.meta.example
     assert example is not None, f"{rule.meta.id} has no before/after example"
+    if rule.meta.kind != "python":
+        assert _adapt(rule.meta.kind, example.before, plan) == example.after
+        assert _adapt(rule.meta.kind, example.after, plan) == example.after
+        return
     result = migrate(example.before)
     assert result.code == example.after
     ast.parse(result.code)
@@ -58,7 +77,19 @@ def test_rule_example_is_what_the_engine_does(rule, migrate):
 
 @pytest.mark.parametrize("rule", all_rules(), ids=lambda r: r.meta.id)
 def test_every_rule_has_fixtures(rule):
-    folder = RULES_DIR / rule.meta.id
-    assert list(folder.glob("*.before.py")), f"{rule.meta.id}: no before/after fixture"
+    python = rule.meta.kind == "python"
+    folder = RULES_DIR / rule.meta.id if python else FIXTURES / rule.meta.kind / rule.meta.id
+    ext = "py" if python else "*"
+    assert list(folder.glob(f"*.before.{ext}")), f"{rule.meta.id}: no before/after fixture"
     if rule.meta.safety != "manual":
-        assert list(folder.glob("*.noop.py")), f"{rule.meta.id}: no no-op fixture"
+        assert list(folder.glob(f"*.noop.{ext}")), f"{rule.meta.id}: no no-op fixture"
+
+
+def _adapt(kind: str, text: str, plan) -> str:
+    """``text`` rewritten as a file of ``kind`` by that kind's adapter, every rule on."""
+    from neuron_migrate.migrate.sources import ADAPTERS
+    from neuron_migrate.report.model import CHANGED, UNCHANGED
+
+    outcome = ADAPTERS[kind](text.encode("utf-8"), EXAMPLE_FILES[kind], plan, False)
+    assert outcome.status in (CHANGED, UNCHANGED), outcome.error
+    return text if outcome.output is None else outcome.output.decode("utf-8")

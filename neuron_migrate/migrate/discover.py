@@ -13,6 +13,7 @@ surprise. Such links are reported as skipped.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,10 +23,23 @@ if TYPE_CHECKING:
     from neuron_migrate.config import Config
 
 PYTHON = "python"
+NOTEBOOK = "notebook"
+SHELL = "shell"
+REQUIREMENTS = "requirements"
+PYPROJECT = "pyproject"
+SETUP_CFG = "setup_cfg"
+CONDA_ENV = "conda_env"
 
-# File suffix -> the kind of source adapter that handles it. Notebooks, shell scripts and
-# requirement files get their own kinds when their adapters exist.
-KINDS_BY_SUFFIX = {".py": PYTHON}
+# File suffix -> the kind of source adapter that handles it.
+KINDS_BY_SUFFIX = {".py": PYTHON, ".ipynb": NOTEBOOK, ".sh": SHELL, ".bash": SHELL}
+# Whole file names (lower case) -> kind; requirement files are matched by pattern below.
+KINDS_BY_NAME = {
+    "pyproject.toml": PYPROJECT,
+    "setup.cfg": SETUP_CFG,
+    "environment.yml": CONDA_ENV,
+    "environment.yaml": CONDA_ENV,
+}
+REQUIREMENT_NAME = re.compile(r"(.*[-_.])?requirements([-_.].*)?\.(txt|in)|constraints([-_.].*)?\.txt")
 
 # Folders that never hold the user's own source: VCS data, caches, installed packages.
 SKIP_DIRS = frozenset(
@@ -73,7 +87,14 @@ class Discovery:
 
 
 def kind_of(path: str | Path) -> str | None:
-    return KINDS_BY_SUFFIX.get(os.path.splitext(str(path))[1].lower())
+    name = os.path.basename(str(path)).lower()
+    kind = KINDS_BY_SUFFIX.get(os.path.splitext(name)[1]) or KINDS_BY_NAME.get(name)
+    if kind is None and REQUIREMENT_NAME.fullmatch(name):
+        kind = REQUIREMENTS
+    if kind is None and name.endswith((".txt", ".in")):
+        # requirements/base.txt, requirements/train.in
+        kind = REQUIREMENTS if os.path.basename(os.path.dirname(os.path.abspath(str(path)))) == "requirements" else None
+    return kind
 
 
 def is_skipped_dir(folder: str, name: str) -> bool:
@@ -157,7 +178,10 @@ def _walk(top: Path, root: Path, excludes: _Matcher | None, out: Discovery) -> I
             kept.append(name)
             ignores[sub] = chain
         dirnames[:] = kept
-        wanted = [(name, kind) for name in sorted(filenames) if (kind := kind_of(name)) is not None]
+        # the full path: requirements/base.txt is a requirement file by its folder
+        wanted = [
+            (name, kind) for name in sorted(filenames) if (kind := kind_of(os.path.join(folder, name))) is not None
+        ]
         links = _links(folder) if wanted else set()
         for name, kind in wanted:
             full = os.path.join(folder, name)

@@ -187,6 +187,7 @@ class MigrationTransformer(cst.CSTTransformer):
         if self.shims:
             return updated
         before = len(self.ctx.findings)
+        imports_before = set(self.ctx.imports_needed)
         self.ctx.begin(meta)
         try:
             result = getattr(self.instances[rule], method)(original, updated, *args)
@@ -197,6 +198,9 @@ class MigrationTransformer(cst.CSTTransformer):
                 result = self._fit_into_fstring(original, updated, result)
                 changed = result is not updated
             if changed and self.ctx.is_suppressed(meta.id, original):
+                # The edit is not made, so neither are the imports it asked for.
+                for key in set(self.ctx.imports_needed) - imports_before:
+                    del self.ctx.imports_needed[key]
                 self.ctx.record_suppressed(meta, original)
                 self.handled_spans.append(self.ctx.span(original))
                 return updated

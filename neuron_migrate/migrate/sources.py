@@ -155,5 +155,28 @@ def _lossy_message(path: str, original: str, reproduced: str) -> str:
     )
 
 
-# File kind (see discover.KINDS_BY_SUFFIX) -> adapter.
-ADAPTERS: dict[str, Callable[[bytes, str, RulePlan, bool], Outcome]] = {"python": rewrite_python}
+Adapter = Callable[[bytes, str, "RulePlan", bool], Outcome]
+
+# File kind (see discover.kind_of) -> "module:function" of its adapter, imported on first use so that a run
+# over Python files never imports the notebook, shell or requirement-file machinery.
+_ADAPTER_HOMES = {
+    "notebook": "neuron_migrate.migrate.notebook:rewrite_notebook",
+    "shell": "neuron_migrate.migrate.shell:rewrite_shell",
+    "requirements": "neuron_migrate.migrate.requirements:rewrite_requirements",
+    "pyproject": "neuron_migrate.migrate.requirements:rewrite_pyproject",
+    "setup_cfg": "neuron_migrate.migrate.requirements:rewrite_setup_cfg",
+    "conda_env": "neuron_migrate.migrate.requirements:rewrite_conda_env",
+}
+
+
+class _Adapters(dict):
+    def __missing__(self, kind: str) -> Adapter:
+        import importlib
+
+        module, _, name = _ADAPTER_HOMES[kind].partition(":")
+        adapter = getattr(importlib.import_module(module), name)
+        self[kind] = adapter
+        return adapter
+
+
+ADAPTERS: dict[str, Adapter] = _Adapters(python=rewrite_python)

@@ -18,6 +18,9 @@ FAMILIES = (
     "optimum_diffusers",
     "neuronx_trace",
     "neuronx_distributed",
+    "launch_scripts",
+    "requirements",
+    "notebooks",
 )
 
 # Modules (and single APIs) that exist only on the legacy stack: imports of them are removed once

@@ -56,6 +56,9 @@ class RuleMeta:
     # Byte strings whose presence in a file makes this rule worth parsing for.
     triggers: tuple[bytes, ...] = (b"torch_xla",)
     example: Example | None = None
+    # The file kind the rule rewrites (see migrate.discover.kind_of): its example and fixtures go
+    # through that kind's adapter.
+    kind: str = "python"
 
     def __post_init__(self) -> None:
         if self.safety not in SAFETIES:

@@ -24,6 +24,9 @@ FAMILIES = {
     "NM5": "environment variables, launch scripts and requirements",
 }
 
+# RuleMeta.kind -> the language of its example's code fences ("text" for the others)
+FENCE_LANGUAGES = {"python": "python", "shell": "bash", "notebook": "json", "pyproject": "toml", "conda_env": "yaml"}
+
 SAFETY_MEANING = {
     "safe": "applied; the behaviour is the same",
     "review": "applied, with a `# neuron-migrate(NMxxx): ...` marker naming what a human must check",
@@ -253,8 +256,9 @@ def rule_markdown(rule: type[Rule], level: int = 2) -> str:
     if meta.docs:
         out += ["", "Documentation: " + ", ".join(f"<{url}>" for url in meta.docs)]
     example = meta.example
+    language = FENCE_LANGUAGES.get(meta.kind, "text")
     if example is not None and example.before == example.after:
-        out += ["", "Example (left as it is; the finding goes to the report):", "", _fence(example.before, "python")]
+        out += ["", "Example (left as it is; the finding goes to the report):", "", _fence(example.before, language)]
     elif example is not None:
-        out += ["", "Before:", "", _fence(example.before, "python"), "", "After:", "", _fence(example.after, "python")]
+        out += ["", "Before:", "", _fence(example.before, language), "", "After:", "", _fence(example.after, language)]
     return "\n".join(out)

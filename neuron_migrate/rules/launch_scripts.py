@@ -1,0 +1,1035 @@
+"""Launch scripts: the shell side of the migration.
+
+What changes in a ``run.sh`` is small and mostly a matter of tables: the ``neuron_parallel_compile``
+wrapper goes (NM510), a Hugging Face training launch gets ``HF_DEACTIVATE_ASYNC_LOAD=1`` (NM511),
+the ``NeuronTrainingArguments``-only flags on its command line go (NM512) and the Trainer is told to
+compile with the neuron backend instead (NM513); ``optimum-cli`` steps (NM514, NM515) and the
+``xla_dist`` launcher (NM516) become TODOs with their TorchNeuron counterparts (DOCS_CLI). Legacy
+environment variables are decided by the one table of :mod:`~neuron_migrate.rules.env_vars`, under
+the same rule ids as in Python code, so a script and a module never disagree about a variable.
+
+The rules read a :class:`~neuron_migrate.migrate.shell.ShellScript` (commands, arrays, variables,
+positions) and ask :class:`~neuron_migrate.migrate.shell.ShellEdits` for every edit, marker and
+finding; they never touch the text themselves.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from neuron_migrate.migrate.shell import WORD, Array, Command, ShellEdits, ShellScript
+from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleMeta, all_rules, register
+from neuron_migrate.rules.env_vars import (
+    BY_HAND,
+    DELETE,
+    ENV_VARS,
+    KEEP,
+    RENAME,
+    classify_env_var,
+    drop_flags,
+    flags_in,
+)
+from neuron_migrate.rules.hf_fields import (
+    DROPPED_FIELDS,
+    NEURON_ONLY_FIELDS,
+    PARALLEL_FIELDS,
+    RENAMED_FIELDS,
+    REVIEWED_FIELDS,
+    REVIEWED_HARMLESS,
+    SHARED_FIELDS,
+    VERSIONED_FIELDS,
+)
+
+if TYPE_CHECKING:
+    from neuron_migrate.migrate.engine import RulePlan
+    from neuron_migrate.migrate.shell import ListKey, Setting, Word
+
+NEURON_DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest"
+DOCS_PARALLEL_COMPILE = (
+    f"{NEURON_DOCS}/frameworks/torch/torch-neuronx/api-reference-guide/training/pytorch-neuron-parallel-compile.html"
+)
+DOCS_ENV = f"{NEURON_DOCS}/torch/reference/env-vars.html"
+DOCS_COMPILE = f"{NEURON_DOCS}/torch/compile/reference-torch-compile.html"
+DOCS_DISTRIBUTED = f"{NEURON_DOCS}/torch/guides/torch-distributed.html"
+DOCS_HF = f"{NEURON_DOCS}/torch/reference/torchneuron-resources.html"
+DOCS_NO_XLA_INFERENCE = (
+    f"{NEURON_DOCS}/about-neuron/announcements/neuron2.x/announce-no-support-torch-xla-inference-trn.html"
+)
+DOCS_TRAINING_ARGS = "https://huggingface.co/docs/transformers/main_classes/trainer#transformers.TrainingArguments"
+DOCS_DISTRIBUTED_CONFIG = "https://huggingface.co/docs/transformers/main/en/perf_infer_gpu_multi"
+DOCS_TORCHRUN = "https://pytorch.org/docs/stable/elastic/run.html"
+DOCS_DCP = "https://pytorch.org/docs/stable/distributed.checkpoint.html"
+# The optimum-cli commands: what each did is in optimum-neuron's own command modules.
+DOCS_CLI = "https://huggingface.co/docs/optimum-neuron/guides/export_model"
+
+ASYNC_LOAD = "HF_DEACTIVATE_ASYNC_LOAD"
+COMPILE_FLAGS = "--torch_compile true --torch_compile_backend neuron"
+
+# ----- launchers --------------------------------------------------------------------------------------------
+
+# Commands that run the rest of their line: skipped to find what is launched.
+WRAPPERS = frozenset({"exec", "nohup", "time", "neuron_parallel_compile"})
+# Launcher options that take no value (every other one takes the next word unless written --opt=value).
+TORCHRUN_SWITCHES = frozenset({"--standalone", "--run-path", "--run_path", "-m", "--module"})
+ACCELERATE_SWITCHES = frozenset(
+    {
+        "--cpu", "--multi_gpu", "--multi-gpu", "--tpu", "--use_deepspeed", "--use_fsdp", "--use_megatron_lm",
+        "--use_xpu", "-m", "--module", "--debug", "-q", "--quiet", "--downcast_bf16", "--same_network",
+        "--dynamo_use_fullgraph", "--dynamo_use_dynamic", "--tpu_use_cluster", "--tpu_use_sudo",
+    }
+)  # fmt: skip
+# Options that make the launched program something other than a Python script.
+NOT_PYTHON = frozenset({"--no-python", "--no_python"})
+PYTHON = re.compile(r"python(?:\d+(?:\.\d+)?)?")
+PYTHON_VALUE_OPTIONS = frozenset({"-W", "-X"})
+# `python -m MODULE` that is itself a launcher.
+MODULE_LAUNCHERS = {
+    "torch.distributed.run": "torchrun",
+    "torch.distributed.launch": "torchrun",
+    "accelerate.commands.launch": "accelerate",
+}
+XLA_DIST = "torch_xla.distributed.xla_dist"
+
+# A launched script is a Hugging Face job when it imports one of these...
+HF_IMPORT = re.compile(r"^[ \t]*(?:from|import)[ \t]+(?:transformers|trl|optimum|peft)\b", re.MULTILINE)
+# ...or when its command line carries TrainingArguments flags. Neuron-only flags and names any training
+# script may use (--learning_rate, --max_steps, --seed...) are no evidence: a neuronx_distributed
+# script takes --tensor_parallel_size and --max_steps too.
+GENERIC_FLAGS = frozenset(
+    {
+        "learning_rate", "max_steps", "seed", "weight_decay", "optim", "optim_args", "max_grad_norm", "adam_beta1",
+        "adam_beta2", "adam_epsilon", "do_train", "do_eval", "log_level", "gradient_checkpointing", "run_name",
+    }
+)  # fmt: skip
+TRAINER_FLAGS = frozenset(
+    name
+    for name in {*SHARED_FIELDS, *VERSIONED_FIELDS, *RENAMED_FIELDS.values()} - GENERIC_FLAGS - NEURON_ONLY_FIELDS
+    if "_" in name
+)
+# Arguments passed through from the script's own command line.
+PASS_THROUGH = re.compile(r'"?\$(?:[@*]|\{[@*]\})"?')
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument of a launch as the shell will pass it. ``word`` is where it is written; None
+    when it comes from a variable's value (then it cannot be edited where the launch is)."""
+
+    value: str
+    word: Word | None = None
+    key: ListKey | None = None
+    index: int = -1
+
+
+@dataclass(frozen=True)
+class Launch:
+    command: Command
+    launcher: str  # "torchrun", "accelerate", "python" or "xla_dist"
+    script: Arg | None
+    module: bool
+    args: tuple[Arg, ...]
+
+
+_ARRAY_USE = re.compile(r'"?\$\{([A-Za-z_]\w*)\[[@*]\]\}"?')
+_SCALAR_USE = re.compile(r'\$\{?([A-Za-z_]\w*)\}?|"\$\{?([A-Za-z_]\w*)\}?"')
+_FLAG = re.compile(r"--([A-Za-z][\w-]*)(=.*)?", re.DOTALL)
+
+
+def expand(script: ShellScript, command: Command) -> list[Arg]:
+    """The command's words with ``"${ARRAY[@]}"`` and ``$VAR`` replaced by what the script put in
+    them (when it did so literally, earlier in the file)."""
+    out = []
+    key = ("command", command.index)
+    for index, item in enumerate(command.items):
+        if item.kind != WORD:
+            continue
+        array_use = _ARRAY_USE.fullmatch(item.raw)
+        scalar_use = _SCALAR_USE.fullmatch(item.raw)
+        found = None
+        if array_use:
+            found = script.variable_before(array_use.group(1), command.start)
+        elif scalar_use:
+            found = script.variable_before(scalar_use.group(1) or scalar_use.group(2), command.start)
+            quoted = scalar_use.group(2) is not None
+            if isinstance(found, str) and (quoted and len(found.split()) != 1 or "$" in found):
+                found = None
+        if isinstance(found, Array) and array_use:
+            out += [Arg(w.value, w, ("array", found.index), k) for k, w in enumerate(found.elements)]
+        elif isinstance(found, str) and found.split():
+            out += [Arg(value) for value in found.split()]
+        else:
+            out.append(Arg(item.value, item, key, index))
+    return out
+
+
+def strip_wrappers(args: list[Arg]) -> list[Arg]:
+    """``env A=1 nohup exec CMD ...`` -> ``CMD ...``."""
+    i = 0
+    while i < len(args):
+        name = os.path.basename(args[i].value)
+        if name == "env":
+            i += 1
+            while i < len(args) and (args[i].value.startswith("-") or re.match(r"[A-Za-z_]\w*=", args[i].value)):
+                i += 1
+        elif name in WRAPPERS:
+            i += 1
+        else:
+            break
+    return args[i:]
+
+
+def launch_of(script: ShellScript, command: Command) -> Launch | None:
+    """What ``command`` launches, when it is torchrun, accelerate launch or python with a script."""
+    launches = script.shared.setdefault("launches", {})
+    if command.index not in launches:
+        launches[command.index] = _launch_of(script, command)
+    return launches[command.index]
+
+
+def _launch_of(script: ShellScript, command: Command) -> Launch | None:
+    args = strip_wrappers(expand(script, command))
+    if not args:
+        return None
+    head = os.path.basename(args[0].value)
+    if head == "torchrun":
+        return _after_options(command, args, 1, TORCHRUN_SWITCHES, "torchrun")
+    if head == "accelerate" and len(args) > 1 and args[1].value == "launch":
+        return _after_options(command, args, 2, ACCELERATE_SWITCHES, "accelerate")
+    if not PYTHON.fullmatch(head):
+        return None
+    i = 1
+    while i < len(args) and args[i].value.startswith("-"):
+        option = args[i].value
+        if option == "-c":
+            return None
+        if option == "-m" and i + 1 < len(args):
+            module = args[i + 1].value
+            if module in MODULE_LAUNCHERS:
+                launcher = MODULE_LAUNCHERS[module]
+                switches = TORCHRUN_SWITCHES if launcher == "torchrun" else ACCELERATE_SWITCHES
+                return _after_options(command, args, i + 2, switches, launcher)
+            if module == XLA_DIST:
+                return Launch(command, "xla_dist", args[i + 1], True, tuple(args[i + 2 :]))
+            return Launch(command, "python", args[i + 1], True, tuple(args[i + 2 :]))
+        i += 2 if option in PYTHON_VALUE_OPTIONS else 1
+    if i >= len(args):
+        return None
+    return Launch(command, "python", args[i], False, tuple(args[i + 1 :]))
+
+
+def _after_options(command: Command, args: list[Arg], i: int, switches: frozenset[str], launcher: str):
+    module = False
+    while i < len(args):
+        option = args[i].value
+        if option == "--":
+            i += 1
+            break
+        if not option.startswith("-"):
+            break
+        if option in NOT_PYTHON:
+            return None
+        module = module or option in ("-m", "--module")
+        i += 1 if "=" in option or option in switches else 2
+    if i >= len(args):
+        return None
+    return Launch(command, launcher, args[i], module, tuple(args[i + 1 :]))
+
+
+def flag_name(value: str) -> str | None:
+    """``--tensor-parallel-size=2`` -> ``tensor_parallel_size``."""
+    match = _FLAG.fullmatch(value)
+    return match.group(1).replace("-", "_") if match else None
+
+
+def script_source(script: ShellScript, launch: Launch) -> str | None:
+    """The launched Python file's text, found next to the shell script; None when it is not there."""
+    if launch.script is None:
+        return None
+    name = launch.script.value
+    if not name or "$" in name or "`" in name:
+        return None
+    if launch.module:
+        name = name.replace(".", "/") + ".py"
+    return _read_source(os.path.join(os.path.dirname(script.path), name))
+
+
+@lru_cache(maxsize=64)
+def _read_source(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read(2_000_000)
+    except OSError:
+        return None
+
+
+def is_hf_job(script: ShellScript, launch: Launch) -> bool:
+    if launch.launcher == "xla_dist":
+        return False
+    source = script_source(script, launch)
+    if source is not None and HF_IMPORT.search(source):
+        return True
+    return any(flag_name(arg.value) in TRAINER_FLAGS for arg in launch.args)
+
+
+def own_flags(script: ShellScript, launch: Launch) -> set[str]:
+    """Flags the launched script defines itself (argparse or dataclass fields): never Neuron's."""
+    source = script_source(script, launch) or ""
+    names = set(re.findall(r"[\"']--([A-Za-z][\w-]*)", source)) | set(
+        re.findall(r"^[ \t]+([A-Za-z_]\w*)[ \t]*:", source, re.MULTILINE)
+    )
+    return {name.replace("-", "_") for name in names}
+
+
+@dataclass(frozen=True)
+class NeuronFlag:
+    """A NeuronTrainingArguments-only flag on a launch, with its value when it has one."""
+
+    name: str
+    flag: Arg
+    value: Arg | None
+
+    @property
+    def written(self) -> str:
+        return self.flag.value if self.value is None else f"{self.flag.value} {self.value.value}"
+
+    @property
+    def editable(self) -> bool:
+        parts = [self.flag] if self.value is None else [self.flag, self.value]
+        return all(p.word is not None and p.key == self.flag.key for p in parts)
+
+
+def neuron_flags(script: ShellScript, launch: Launch) -> list[NeuronFlag]:
+    if not is_hf_job(script, launch):
+        return []
+    own = own_flags(script, launch)
+    out = []
+    args = launch.args
+    for k, arg in enumerate(args):
+        name = flag_name(arg.value)
+        if name not in NEURON_ONLY_FIELDS or name in own:
+            continue
+        value = None
+        if "=" not in arg.value and k + 1 < len(args):
+            following = args[k + 1]
+            if not following.value.startswith("-") and not PASS_THROUGH.fullmatch(
+                following.word.raw if following.word else ""
+            ):
+                value = following
+        out.append(NeuronFlag(name, arg, value))
+    return out
+
+
+def flag_reason(name: str, value: str | None) -> tuple[str, bool]:
+    """Why a Neuron-only flag goes and what replaces it; True when a human should check."""
+    if name in PARALLEL_FIELDS:
+        if value == "1":
+            return "TrainingArguments has no such field, and a size of 1 asked for no parallelism", False
+        kind = name.split("_parallel")[0]
+        config = f"DistributedConfig({PARALLEL_FIELDS[name]}={value or 'N'})"
+        return f"{kind} parallelism moves into the script: build the model with distributed_config={config}", True
+    if name in REVIEWED_FIELDS:
+        if REVIEWED_HARMLESS.get(name) is False and (value or "").lower() in ("false", "0", "no"):
+            return "TrainingArguments has no such field, and Trainer behaves as this value asked", False
+        return REVIEWED_FIELDS[name], True
+    return (
+        f"TrainingArguments has no such field: {DROPPED_FIELDS.get(name, 'it only configured optimum-neuron')}",
+        False,
+    )
+
+
+def _indexed_array(script: ShellScript, key: ListKey | None) -> bool:
+    return key is not None and key[0] == "array" and script.array_is_indexed(script.arrays[key[1]].name)
+
+
+def _anchor(script: ShellScript, key: ListKey | None, command: Command) -> int:
+    """Where the marker about an item goes: above its array, else above its command."""
+    if key is not None and key[0] == "array":
+        return script.arrays[key[1]].start
+    return command.start
+
+
+def _command_span(command: Command) -> tuple[int, int]:
+    return command.start, command.end
+
+
+# ----- the rules ----------------------------------------------------------------------------------------------
+
+
+class ShellRule(Rule):
+    """A rule of launch scripts: the shell adapter calls :meth:`check` once per script."""
+
+    def __init__(self, ctx: ShellEdits) -> None:
+        super().__init__(ctx)  # type: ignore[arg-type]
+
+    def check(self, script: ShellScript) -> None:
+        raise NotImplementedError
+
+
+_PARALLEL_COMPILE_REVIEW = (
+    "neuron_parallel_compile removed: TorchNeuron compiles on first call and keeps the result in its NEFF cache "
+    "(TORCH_NEURONX_NEFF_CACHE_DIR); a step that only extracted graphs now really runs: shorten it or drop it"
+)
+
+
+@register
+class ParallelCompileWrapper(ShellRule):
+    """``neuron_parallel_compile CMD ...`` -> ``CMD ...`` (DOCS_PARALLEL_COMPILE)."""
+
+    meta = RuleMeta(
+        "NM510",
+        "neuron_parallel_compile wrapper removed",
+        safety=REVIEW,
+        risks=frozenset({"launch", "performance"}),
+        summary=(
+            "There is no ahead-of-time graph extraction on TorchNeuron: the first run compiles and fills the NEFF "
+            "cache, so the wrapped command runs as it is."
+        ),
+        docs=(DOCS_PARALLEL_COMPILE, DOCS_COMPILE, DOCS_ENV),
+        triggers=(b"neuron_parallel_compile",),
+        kind="shell",
+        example=Example(
+            before="neuron_parallel_compile torchrun --nproc_per_node=2 train.py --epochs 1\n",
+            after=f"# neuron-migrate(NM510): {_PARALLEL_COMPILE_REVIEW}\ntorchrun --nproc_per_node=2 train.py --epochs 1\n",
+        ),
+    )
+
+    def check(self, script: ShellScript) -> None:
+        for command in script.commands:
+            items = command.items
+            words = [i for i, item in enumerate(items) if item.kind == WORD]
+            position = self._wrapper_position(items, words)
+            if position is not None:
+                self._unwrap(("command", command.index), items, position, command, command.start)
+        for array in script.arrays:
+            if array.elements and os.path.basename(array.elements[0].value) == "neuron_parallel_compile":
+                if script.array_is_indexed(array.name):
+                    step = (
+                        f"remove neuron_parallel_compile from {array.name} and fix the positions the script reads it by"
+                    )
+                    self.ctx.manual(self.meta, array.elements[0].start, array.elements[0].end, step, array.start)
+                    continue
+                self._unwrap(("array", array.index), array.elements, 0, None, array.start)
+
+    @staticmethod
+    def _wrapper_position(items, words: list[int]) -> int | None:
+        for i in words:
+            name = os.path.basename(items[i].value)
+            if name == "neuron_parallel_compile":
+                return i
+            if name not in ("env", "exec", "nohup") and not re.match(r"[A-Za-z_]\w*=|-", items[i].value):
+                return None
+        return None
+
+    def _unwrap(self, key, items, position: int, command: Command | None, anchor: int) -> None:
+        ctx, meta = self.ctx, self.meta
+        wrapper = items[position]
+        rest = [item for item in items[position + 1 :] if item.kind == WORD]
+        span = (wrapper.start, (command.end if command else wrapper.end))
+        if ctx.suppressed(meta.id, span, (anchor, anchor + 1)):
+            ctx.skip(meta, *span)
+            return
+        if not rest:
+            ctx.manual(meta, *span, "neuron_parallel_compile with no command: delete this line", anchor)
+            return
+        ctx.remove(key, position)
+        ctx.review(
+            meta, *span, "neuron_parallel_compile removed: the command runs as it is", _PARALLEL_COMPILE_REVIEW, anchor
+        )
+
+
+_ASYNC_LOAD_WHY = "transformers' threaded weight loading can hang on the neuron device"
+
+
+@register
+class AsyncLoadOff(ShellRule):
+    """``export HF_DEACTIVATE_ASYNC_LOAD=1`` before a Hugging Face launch (as NM217 does in Python)."""
+
+    meta = RuleMeta(
+        "NM511",
+        "HF_DEACTIVATE_ASYNC_LOAD=1 set for Hugging Face launches",
+        safety=SAFE,
+        risks=frozenset({"launch"}),
+        summary=(
+            "A torchrun / python / accelerate launch of a transformers, TRL or optimum script (or one with Trainer "
+            "flags) gets HF_DEACTIVATE_ASYNC_LOAD=1, unless the script already sets it."
+        ),
+        docs=(DOCS_HF,),
+        triggers=(b"torchrun", b"accelerate launch", b"--output_dir", b"--per_device_train_batch_size"),
+        kind="shell",
+        example=Example(
+            before=(
+                "#!/usr/bin/env bash\n"
+                "set -euo pipefail\n"
+                "torchrun --nproc_per_node=32 train.py --output_dir out --per_device_train_batch_size 1\n"
+            ),
+            after=(
+                "#!/usr/bin/env bash\n"
+                "set -euo pipefail\n"
+                f"export {ASYNC_LOAD}=1\n"
+                "torchrun --nproc_per_node=32 train.py --output_dir out --per_device_train_batch_size 1\n"
+            ),
+        ),
+    )
+
+    def check(self, script: ShellScript) -> None:
+        if ASYNC_LOAD in script.text:
+            return
+        ctx, meta = self.ctx, self.meta
+        for command in script.commands:
+            launch = launch_of(script, command)
+            if launch is None or not is_hf_job(script, launch):
+                continue
+            span = _command_span(command)
+            if ctx.suppressed(meta.id, span):
+                ctx.skip(meta, *span)
+                continue
+            ctx.insert_line(self._position(script, command), f"export {ASYNC_LOAD}=1")
+            ctx.safe(
+                meta, *span, f"added `export {ASYNC_LOAD}=1` before the first Hugging Face launch: {_ASYNC_LOAD_WHY}",
+                after=f"export {ASYNC_LOAD}=1",
+            )  # fmt: skip
+            return
+
+    @staticmethod
+    def _position(script: ShellScript, command: Command) -> int:
+        """Next to the script's other top-level exports before the launch, else right above the
+        outermost block holding the launch (so every branch of the script sees it)."""
+        anchor = script.top_level_start(command.start)
+        exports = [
+            c
+            for c in script.commands
+            if c.end <= anchor and c.words and c.words[0].value == "export" and script.group_depth(c.start)[1] == 0
+        ]
+        if not exports:
+            return anchor
+        group_start, _ = script.group_depth(exports[-1].start)
+        groups = script.layout.groups
+        return next(end for start, end in groups if start == group_start)
+
+
+_COMPILE_REVIEW = (
+    f"{COMPILE_FLAGS} added: Trainer compiles the model with the neuron backend; check that the script passes "
+    "these flags on to its TrainingArguments"
+)
+
+
+@register
+class NeuronOnlyTrainingFlags(ShellRule):
+    """NeuronTrainingArguments-only flags on a Hugging Face launch are removed (DOCS_TRAINING_ARGS)."""
+
+    meta = RuleMeta(
+        "NM512",
+        "NeuronTrainingArguments-only command-line flags removed",
+        safety=REVIEW,
+        risks=frozenset({"launch", "collectives", "numerics"}),
+        summary=(
+            "--tensor_parallel_size, --zero_1, --pipeline_parallel_size, --use_autocast... are not TrainingArguments "
+            "fields: HfArgumentParser would reject them. Parallel sizes move into the script (DistributedConfig)."
+        ),
+        docs=(DOCS_TRAINING_ARGS, DOCS_DISTRIBUTED_CONFIG, DOCS_HF),
+        triggers=tuple(sorted({f"--{name}".encode() for name in NEURON_ONLY_FIELDS})),
+        kind="shell",
+        example=Example(
+            before=(
+                "export HF_DEACTIVATE_ASYNC_LOAD=1\n"
+                "torchrun --nproc_per_node=32 train.py \\\n"
+                "    --output_dir out \\\n"
+                "    --tensor_parallel_size 8 \\\n"
+                "    --zero_1 true\n"
+            ),
+            after=(
+                "export HF_DEACTIVATE_ASYNC_LOAD=1\n"
+                "# neuron-migrate(NM512): `--tensor_parallel_size 8`: "
+                + flag_reason("tensor_parallel_size", "8")[0]
+                + f"; `--zero_1 true`: {REVIEWED_FIELDS['zero_1']}\n"
+                f"# neuron-migrate(NM513): {_COMPILE_REVIEW}\n"
+                "torchrun --nproc_per_node=32 train.py \\\n"
+                "    --output_dir out \\\n"
+                f"    {COMPILE_FLAGS}\n"
+            ),
+        ),
+    )
+
+    def check(self, script: ShellScript) -> None:
+        ctx, meta = self.ctx, self.meta
+        handled: set[tuple] = set()
+        for command in script.commands:
+            launch = launch_of(script, command)
+            if launch is None:
+                continue
+            reviews: dict[int, list[str]] = {}
+            for flag in neuron_flags(script, launch):
+                place = (flag.flag.key, flag.flag.index) if flag.flag.word else (command.index, flag.written)
+                if place in handled:
+                    continue
+                handled.add(place)
+                self._remove(script, command, flag, reviews)
+            for anchor, texts in reviews.items():
+                ctx.mark(anchor, f"# neuron-migrate({meta.id}): {'; '.join(texts)}")
+
+    def _remove(self, script: ShellScript, command: Command, flag: NeuronFlag, reviews: dict[int, list[str]]) -> None:
+        ctx, meta = self.ctx, self.meta
+        value = flag.value.value if flag.value else flag.flag.value.partition("=")[2] or None
+        reason, review = flag_reason(flag.name, value)
+        anchor = _anchor(script, flag.flag.key, command)
+        words = [a.word for a in (flag.flag, flag.value) if a is not None and a.word is not None]
+        span = (words[0].start, words[-1].end) if words else _command_span(command)
+        if not flag.editable or _indexed_array(script, flag.flag.key):
+            ctx.manual(meta, *span, f"remove `{flag.written}` from the variable it comes from: {reason}", anchor)
+            return
+        if ctx.suppressed(meta.id, span, (anchor, anchor + 1), _command_span(command)):
+            ctx.skip(meta, *span)
+            return
+        ctx.remove(flag.flag.key, flag.flag.index)
+        if flag.value is not None:
+            ctx.remove(flag.value.key, flag.value.index)
+        message = f"`{flag.written}` removed: {reason}"
+        if review:
+            ctx.record(meta, *span, message, REVIEW, applied=True, fix=f"`{flag.written}`: {reason}")
+            reviews.setdefault(anchor, []).append(f"`{flag.written}`: {reason}")
+        else:
+            ctx.safe(meta, *span, message)
+
+
+@register
+class TorchCompileFlags(ShellRule):
+    """A launch that lost its Neuron-only flags gets ``--torch_compile true --torch_compile_backend neuron``
+    in their place (DOCS_COMPILE)."""
+
+    meta = RuleMeta(
+        "NM513",
+        "torch_compile flags added to migrated Hugging Face launches",
+        safety=REVIEW,
+        risks=frozenset({"performance"}),
+        summary=(
+            "Where NM512 removed Neuron-only flags and the launch has no --torch_compile, Trainer is told to "
+            "compile with the neuron backend, as NeuronTrainer did."
+        ),
+        docs=(DOCS_COMPILE, DOCS_TRAINING_ARGS),
+        triggers=NeuronOnlyTrainingFlags.meta.triggers,
+        kind="shell",
+        example=Example(
+            before=(
+                "export HF_DEACTIVATE_ASYNC_LOAD=1\n"
+                "torchrun --nproc_per_node=2 train.py --output_dir out --use_autocast\n"
+            ),
+            after=(
+                "export HF_DEACTIVATE_ASYNC_LOAD=1\n"
+                f"# neuron-migrate(NM513): {_COMPILE_REVIEW}\n"
+                f"torchrun --nproc_per_node=2 train.py --output_dir out {COMPILE_FLAGS}\n"
+            ),
+        ),
+    )
+
+    def check(self, script: ShellScript) -> None:
+        ctx, meta = self.ctx, self.meta
+        for command in script.commands:
+            launch = launch_of(script, command)
+            if launch is None:
+                continue
+            flags = [f for f in neuron_flags(script, launch) if f.editable]
+            if any(ctx.replaced(f.flag.key, f.flag.index) for f in flags):
+                continue
+            removed = [f for f in flags if ctx.removed(f.flag.key, f.flag.index)]
+            if not removed or any((flag_name(a.value) or "").startswith("torch_compile") for a in launch.args):
+                continue
+            host = removed[0]
+            anchor = _anchor(script, host.flag.key, command)
+            span = (host.flag.word.start, host.flag.word.end)
+            if ctx.suppressed(meta.id, span, (anchor, anchor + 1), _command_span(command)):
+                ctx.skip(meta, *span)
+                continue
+            ctx.replace(host.flag.key, host.flag.index, COMPILE_FLAGS)
+            ctx.review(meta, *span, f"`{COMPILE_FLAGS}` added", _COMPILE_REVIEW, anchor, after=COMPILE_FLAGS)
+
+
+# ----- optimum-cli and xla_dist -----------------------------------------------------------------------------
+
+# `optimum-cli export neuron --task T`: the class that loads the checkpoint instead.
+TASK_CLASSES = {
+    "text-generation": "AutoModelForCausalLM",
+    "text2text-generation": "AutoModelForSeq2SeqLM",
+    "text-classification": "AutoModelForSequenceClassification",
+    "token-classification": "AutoModelForTokenClassification",
+    "question-answering": "AutoModelForQuestionAnswering",
+    "fill-mask": "AutoModelForMaskedLM",
+    "multiple-choice": "AutoModelForMultipleChoice",
+    "feature-extraction": "AutoModel",
+    "sentence-similarity": "AutoModel",
+    "image-classification": "AutoModelForImageClassification",
+    "automatic-speech-recognition": "AutoModelForSpeechSeq2Seq",
+    "audio-classification": "AutoModelForAudioClassification",
+}
+DIFFUSION_TASKS = frozenset({"text-to-image", "image-to-image", "inpaint", "stable-diffusion", "stable-diffusion-xl"})
+DTYPES = {"bf16": "torch.bfloat16", "fp16": "torch.float16", "tf32": "torch.float32", "fp32": "torch.float32"}
+# `optimum-cli export neuron` options that take no value.
+EXPORT_SWITCHES = frozenset(
+    {
+        "--dynamic-batch-size", "--dynamic_batch_size", "--disable_neuron_cache", "--disable-neuron-cache",
+        "--disable-fast-relayout", "--disable_fast_relayout", "--disable-fallback", "--disable_fallback",
+        "--trust-remote-code", "--trust_remote_code", "--inline-weights-neff", "--inline_weights_neff",
+        "--output_attentions", "--output_hidden_states", "--do-validation", "--do_validation",
+    }
+)  # fmt: skip
+
+# `optimum-cli neuron SUBCOMMAND` -> the TorchNeuron counterpart.
+NEURON_SUBCOMMANDS = {
+    "cache": (
+        "the Hugging Face Hub compile cache has no TorchNeuron counterpart: point TORCH_NEURONX_NEFF_CACHE_DIR at a "
+        "local or NFS folder the machines share, then delete this step"
+    ),
+    "consolidate": (
+        "checkpoints written with save_pretrained need no consolidation: delete this step; torch.distributed."
+        "checkpoint shards convert with torch.distributed.checkpoint.format_utils.dcp_to_torch_save"
+    ),
+    "serve": "serve with vLLM Neuron instead: vllm serve {model} (the Neuron plugin of vLLM), then delete this step",
+}
+
+
+def _cli_words(script: ShellScript, command: Command) -> list[str]:
+    return [a.value for a in strip_wrappers(expand(script, command))]
+
+
+def _option(words: list[str], *names: str) -> str | None:
+    for i, word in enumerate(words):
+        for name in names:
+            if word == name and i + 1 < len(words):
+                return words[i + 1]
+            if word.startswith(name + "="):
+                return word[len(name) + 1 :]
+    return None
+
+
+def export_replacement(words: list[str]) -> str:
+    """The TODO for ``optimum-cli export neuron ...``: the one Python line that replaces it."""
+    model = _option(words, "--model", "-m") or "MODEL"
+    task = _option(words, "--task")
+    dtype = DTYPES.get((_option(words, "--auto_cast_type", "--auto-cast-type") or "").lower())
+    cores = _option(words, "--tensor_parallel_size", "--tensor-parallel-size", "--num_cores", "--num-cores")
+    length = _option(words, "--sequence_length", "--sequence-length")
+    output = _export_output(words)
+    if task in DIFFUSION_TASKS:
+        load = f'diffusers.DiffusionPipeline.from_pretrained("{model}"{", torch_dtype=" + dtype if dtype else ""}).to("neuron")'
+    else:
+        kwargs = [f'"{model}"']
+        if cores and cores != "1":
+            kwargs.append(f"distributed_config=DistributedConfig(tp_size={cores})")
+        else:
+            kwargs.append('device_map="neuron"')
+        if dtype:
+            kwargs.append(f"dtype={dtype}")
+        load = f"{TASK_CLASSES.get(task or '', 'AutoModelForCausalLM')}.from_pretrained({', '.join(kwargs)})"
+        if cores and cores != "1":
+            load += f" under torchrun --nproc_per_node {cores}"
+    parts = [
+        "no ahead-of-time export on TorchNeuron: delete this step and load the checkpoint where it is used: " + load,
+        "it compiles on first call and the NEFF cache (TORCH_NEURONX_NEFF_CACHE_DIR) keeps the result",
+    ]
+    if length:
+        parts.append(f"pad inputs to {length} tokens to keep one compiled shape")
+    if output:
+        parts.append(f"code that loads {output} should load {model} instead")
+    parts.append("to serve an LLM use vLLM Neuron")
+    return "; ".join(parts)
+
+
+def _export_output(words: list[str]) -> str | None:
+    last = words[-1] if len(words) > 3 else ""
+    before = words[-2] if len(words) > 4 else ""
+    if (
+        not last
+        or last.startswith("-")
+        or (before.startswith("-") and "=" not in before and before not in EXPORT_SWITCHES)
+    ):
+        return None
+    return last
+
+
+_EXPORT_EXAMPLE = (
+    "optimum-cli export neuron --model meta-llama/Llama-3.2-1B --batch_size 1 --sequence_length 512 "
+    "--auto_cast_type bf16 llama-neuron/"
+)
+
+
+@register
+class OptimumCliExport(ShellRule):
+    """``optimum-cli export neuron`` has no TorchNeuron counterpart: the model compiles on first call (DOCS_CLI)."""
+
+    meta = RuleMeta(
+        "NM514",
+        "optimum-cli export neuron replaced by loading the checkpoint",
+        safety=MANUAL,
+        risks=frozenset({"launch", "performance"}),
+        summary=(
+            'There is no ahead-of-time export: load the Hugging Face checkpoint with device_map="neuron" where it '
+            "is used; it compiles on first call and the NEFF cache persists. LLM serving: vLLM Neuron."
+        ),
+        docs=(DOCS_CLI, DOCS_NO_XLA_INFERENCE, DOCS_ENV),
+        triggers=(b"optimum-cli",),
+        kind="shell",
+        example=Example(
+            before=(
+                "optimum-cli export neuron --model meta-llama/Llama-3.2-1B \\\n"
+                "    --batch_size 1 --sequence_length 512 --auto_cast_type bf16 llama-neuron/\n"
+            ),
+            after=(
+                "# TODO(neuron-migrate NM514): " + export_replacement(_EXPORT_EXAMPLE.split()) + "\n"
+                "optimum-cli export neuron --model meta-llama/Llama-3.2-1B \\\n"
+                "    --batch_size 1 --sequence_length 512 --auto_cast_type bf16 llama-neuron/\n"
+            ),
+        ),
+    )
+
+    def check(self, script: ShellScript) -> None:
+        for command in script.commands:
+            words = _cli_words(script, command)
+            if len(words) >= 3 and os.path.basename(words[0]) == "optimum-cli" and words[1:3] == ["export", "neuron"]:
+                _manual(self, command, export_replacement(words))
+
+
+@register
+class OptimumCliNeuron(ShellRule):
+    """``optimum-cli neuron cache|consolidate|serve`` and their TorchNeuron counterparts (DOCS_CLI)."""
+
+    meta = RuleMeta(
+        "NM515",
+        "optimum-cli neuron cache / consolidate / serve replaced",
+        safety=MANUAL,
+        risks=frozenset({"launch", "checkpoint-format"}),
+        summary=(
+            "The Hub compile cache becomes a shared TORCH_NEURONX_NEFF_CACHE_DIR, consolidation is not needed with "
+            "save_pretrained, and serving moves to vLLM Neuron."
+        ),
+        docs=(DOCS_CLI, DOCS_ENV, DOCS_DCP),
+        triggers=(b"optimum-cli",),
+        kind="shell",
+        example=Example(
+            before="optimum-cli neuron cache synchronize\n",
+            after=f"# TODO(neuron-migrate NM515): {NEURON_SUBCOMMANDS['cache']}\noptimum-cli neuron cache synchronize\n",
+        ),
+    )
+
+    def check(self, script: ShellScript) -> None:
+        for command in script.commands:
+            words = _cli_words(script, command)
+            if len(words) < 3 or os.path.basename(words[0]) != "optimum-cli" or words[1] != "neuron":
+                continue
+            step = NEURON_SUBCOMMANDS.get(words[2])
+            if step is None:
+                step = f"optimum-cli neuron {words[2]} has no TorchNeuron counterpart: delete this step"
+            model = _option(words, "--model", "-m", "--model_id") or "MODEL"
+            _manual(self, command, step.format(model=model))
+
+
+_XLA_DIST_STEP = (
+    "xla_dist is gone: launch the script with torchrun --nnodes N --nproc_per_node P (one process per NeuronCore) "
+    "on every node; xla_dist's own options have no counterpart"
+)
+
+
+@register
+class XlaDistLauncher(ShellRule):
+    """``python -m torch_xla.distributed.xla_dist`` -> ``torchrun`` by hand (DOCS_TORCHRUN)."""
+
+    meta = RuleMeta(
+        "NM516",
+        "torch_xla xla_dist launcher replaced by torchrun",
+        safety=MANUAL,
+        risks=frozenset({"launch", "collectives"}),
+        summary="PyTorch/XLA's multi-host launcher has no TorchNeuron counterpart; torchrun starts the processes.",
+        docs=(DOCS_TORCHRUN, DOCS_DISTRIBUTED),
+        triggers=(b"xla_dist",),
+        kind="shell",
+        example=Example(
+            before="python -m torch_xla.distributed.xla_dist --tpu=$TPU_NAME -- python train.py\n",
+            after=(
+                f"# TODO(neuron-migrate NM516): {_XLA_DIST_STEP}\n"
+                "python -m torch_xla.distributed.xla_dist --tpu=$TPU_NAME -- python train.py\n"
+            ),
+        ),
+    )
+
+    def check(self, script: ShellScript) -> None:
+        for command in script.commands:
+            launch = launch_of(script, command)
+            if launch is not None and launch.launcher == "xla_dist":
+                _manual(self, command, _XLA_DIST_STEP)
+
+
+def _manual(rule: ShellRule, command: Command, step: str) -> None:
+    ctx, meta = rule.ctx, rule.meta
+    span = _command_span(command)
+    if ctx.suppressed(meta.id, span):
+        ctx.skip(meta, *span)
+    else:
+        ctx.manual(meta, *span, step, command.start)
+
+
+# ----- environment variables: the table of env_vars.py, applied to shell settings ---------------------------
+
+
+@dataclass(frozen=True)
+class EnvDecision:
+    setting: Setting
+    rule: str
+    kind: str  # DELETE, BY_HAND, RENAME or KEEP (as in env_vars)
+    message: str
+    rename_to: str = ""
+    value: str = ""  # KEEP: the value as it will be written
+    review: bool = False  # a deletion a reviewer should know about
+
+
+def decide_env(setting: Setting) -> EnvDecision | None:
+    """What the table says about one shell setting (the shell twin of the Python rules' ``_decide``)."""
+    name = setting.name
+    action = classify_env_var(name, setting.value)
+    if action is None:
+        return None
+    if setting.unset:
+        # Unsetting a variable nobody reads is dead code; a renamed variable is unset under its new name.
+        if action.kind == DELETE:
+            return EnvDecision(setting, action.rule, DELETE, f"{name}: {action.message}")
+        if action.kind == RENAME:
+            return EnvDecision(setting, action.rule, RENAME, f"{name}: {action.message}", action.rename_to)
+        return None
+    if action.kind != KEEP:
+        return EnvDecision(setting, action.rule, action.kind, f"{name}: {action.message}", action.rename_to)
+    found = flags_in(setting.value or "", action.drop_flags)
+    raw = setting.item.raw
+    operator = "+=" if raw[len(name) :].startswith("+=") else "="
+    edited = _without_flags(raw[len(name) + len(operator) :], action.drop_flags)
+    if edited is None:
+        return EnvDecision(setting, action.rule, BY_HAND, f"{name}: remove the XLA-era {', '.join(found)} by hand")
+    inner = edited.strip("\"'").strip()
+    if inner in (f"${name}", f"${{{name}}}") or (operator == "+=" and not inner):
+        message = f"a {name} setting that only added XLA-era {', '.join(found)}"
+        return EnvDecision(setting, action.rule, DELETE, message, review=True)
+    return EnvDecision(setting, action.rule, KEEP, action.message.format(flags=", ".join(found)), value=edited)
+
+
+def _without_flags(raw: str, flags: tuple[str, ...]) -> str | None:
+    """A value as written, minus ``flags``; None when its quoting is too mixed to edit safely."""
+    quote = raw[:1] if raw[:1] in ("'", '"') else ""
+    inner = raw[1:-1] if quote and raw.endswith(quote) and len(raw) > 1 else raw
+    if quote and (not raw.endswith(quote) or len(raw) < 2 or re.search(r"(?<!\\)" + re.escape(quote), inner)):
+        return None
+    if not quote and re.search(r"['\"\\]", inner):
+        return None
+    dropped = drop_flags(inner, flags)
+    if flags_in(dropped, flags):
+        return None
+    return f"{quote}{dropped}{quote}"
+
+
+def _env_metas() -> dict[str, RuleMeta]:
+    ids = {action.rule for action in ENV_VARS.values()}
+    return {rule.meta.id: rule.meta for rule in all_rules() if rule.meta.id in ids}
+
+
+def apply_env_table(script: ShellScript, ctx: ShellEdits) -> None:
+    metas = {rule_id: meta for rule_id, meta in _env_metas().items() if rule_id in ctx.selected}
+    if not metas:
+        return
+    by_command: dict[int, list[EnvDecision]] = {}
+    for setting in script.settings():
+        decision = decide_env(setting)
+        if decision is not None and decision.rule in metas:
+            by_command.setdefault(setting.command.index, []).append(decision)
+    renamed: dict[str, str] = {}
+    kept_names: set[str] = set()
+    for index, decisions in by_command.items():
+        command = script.commands[index]
+        live = []
+        for decision in decisions:
+            meta = metas[decision.rule]
+            item = decision.setting.item
+            if ctx.suppressed(meta.id, (item.start, item.end), (command.start, command.start + 1)):
+                ctx.skip(meta, item.start, item.end)
+                kept_names.add(decision.setting.name)
+            else:
+                live.append(decision)
+        _apply_deletions(script, ctx, command, [d for d in live if d.kind == DELETE], metas, kept_names)
+        for decision in live:
+            _apply_other(ctx, command, decision, metas[decision.rule], renamed, kept_names)
+    for name, new in renamed.items():
+        if name in kept_names:
+            continue
+        for reference in script.references:
+            if reference.name == name:
+                ctx.rewrite(reference.start, reference.end, new)
+
+
+def _apply_deletions(
+    script, ctx: ShellEdits, command: Command, deletions: list[EnvDecision], metas, kept_names
+) -> None:
+    if not deletions:
+        return
+    indexes = {command.items.index(d.setting.item) for d in deletions}
+    whole = ctx.is_emptied(command, indexes)
+    if whole and ctx.deletion(command) is None:
+        for decision in deletions:
+            item = decision.setting.item
+            step = f"{decision.message}; delete this setting by hand (it is joined to another command)"
+            ctx.manual(metas[decision.rule], item.start, item.end, step, command.start)
+            kept_names.add(decision.setting.name)
+        return
+    if whole:
+        ctx.delete(command)
+    else:
+        for i in sorted(indexes | _bare_env(command, indexes)):
+            ctx.remove(("command", command.index), i)
+    for decision in deletions:
+        item, meta = decision.setting.item, metas[decision.rule]
+        message = f"deleted {decision.message}"
+        if decision.review:
+            ctx.review(meta, item.start, item.end, message, message, command.start)
+        else:
+            ctx.safe(meta, item.start, item.end, message)
+
+
+def _bare_env(command: Command, removing: set[int]) -> set[int]:
+    """``env`` itself, when every variable it set is being removed: ``env python x.py`` -> ``python x.py``."""
+    items = command.items
+    heads = [i for i, item in enumerate(items) if item.kind == WORD]
+    if not heads or items[heads[0]].value != "env":
+        return set()
+    settings = []
+    for i in heads[1:]:
+        if not re.match(r"[A-Za-z_]\w*=", items[i].value):
+            break
+        settings.append(i)
+    return {heads[0]} if settings and set(settings) <= removing and len(settings) < len(heads) - 1 else set()
+
+
+def _apply_other(ctx: ShellEdits, command: Command, decision: EnvDecision, meta: RuleMeta, renamed, kept_names) -> None:
+    setting, item = decision.setting, decision.setting.item
+    if decision.kind == BY_HAND:
+        ctx.manual(meta, item.start, item.end, decision.message, command.start)
+        kept_names.add(setting.name)
+    elif decision.kind == RENAME:
+        ctx.rewrite(setting.name_start, setting.name_start + len(setting.name), decision.rename_to)
+        renamed[setting.name] = decision.rename_to
+        ctx.review(
+            meta, item.start, item.end, decision.message, decision.message, command.start, after=decision.rename_to
+        )
+    elif decision.kind == KEEP:
+        raw = item.raw
+        operator = "+=" if raw[len(setting.name) :].startswith("+=") else "="
+        value_start = item.start + len(setting.name) + len(operator)
+        ctx.rewrite(value_start, item.end, decision.value)
+        ctx.review(meta, item.start, item.end, decision.message, decision.message, command.start, after=decision.value)
+
+
+# ----- the adapter's entry point ------------------------------------------------------------------------------
+
+
+def apply_rules(script: ShellScript, ctx: ShellEdits, plan: RulePlan) -> None:
+    """Every selected rule over one script: the environment table first, then the launch rules in id order."""
+    apply_env_table(script, ctx)
+    for rule in sorted(plan.index.rules, key=lambda r: r.meta.id):
+        if rule.meta.kind == "shell" and issubclass(rule, ShellRule):
+            rule(ctx).check(script)

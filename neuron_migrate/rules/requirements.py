@@ -1,0 +1,750 @@
+"""Dependencies of the legacy Neuron stack -> the TorchNeuron stack (rules NM530-NM538).
+
+The knowledge is one table, :data:`PACKAGES` (package -> what becomes of a requirement on it), and
+:data:`OPTIMUM_EXTRAS` (which stock libraries stand in for each optimum-neuron extra). The file
+formats (requirements files, pyproject.toml, setup.cfg, environment.yml) live in
+``migrate/requirements.py``; they turn every dependency into a :class:`Requirement` and ask
+:func:`plan_change` what to do with it. Shell scripts can ask the same for the arguments of a
+``pip install`` through :func:`migrate_requirement`.
+
+Why these targets: TorchNeuron is torch-neuronx 2.14 and later on PyTorch 2.13 / 2.14 (the Neuron
+best-practices and quickstart pages); earlier torch-neuronx releases are the PyTorch/XLA library.
+optimum-neuron pins that XLA stack (its 0.4.5 wheel requires torch-neuronx==2.8.0.2.10.16998,
+transformers~=4.57, accelerate==1.8.1), so it cannot be installed next to TorchNeuron, whose Hugging
+Face path is stock Transformers 5 / TRL / PEFT / Accelerate 1.13+ / Diffusers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleMeta, register
+
+NEURON_DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest"
+DOCS_BEST_PRACTICES = f"{NEURON_DOCS}/torch/reference/best-practices-pytorch-neuron.html"
+DOCS_QUICKSTART = f"{NEURON_DOCS}/torch/get-started/quickstart-torch-neuron.html"
+DOCS_RESOURCES = f"{NEURON_DOCS}/torch/reference/torchneuron-resources.html"
+DOCS_TRANSITION = f"{NEURON_DOCS}/about-neuron/announcements/neuron2.x/announce-transition-pytorch-trainium.html"
+DOCS_DISTRIBUTED = f"{NEURON_DOCS}/torch/guides/torch-distributed.html"
+DOCS_HASHES = "https://pip.pypa.io/en/stable/topics/secure-installs/"
+
+NEURON_INDEX = "pip.repos.neuron.amazonaws.com"
+
+# What becomes of a requirement on a package.
+REMOVE = "remove"  # the package has no place on TorchNeuron
+FLOOR = "floor"  # a pin that keeps the package below what TorchNeuron needs becomes ">=floor"
+REPLACE = "replace"  # optimum-neuron: the stock libraries its extras stand for
+DROP = "drop"  # removed, and the code that used it still has to be ported by hand
+UNPIN = "unpin"  # kept; an upper-bounded pin is dropped so torch-neuronx can pick the release
+
+
+@dataclass(frozen=True)
+class Package:
+    rule: str
+    action: str
+    why: str  # the report sentence and, for review / manual rows, the marker
+    floor: str = ""
+    # Rewritten only in files that also name the Neuron stack: a torch or transformers pin in an
+    # unrelated project is none of this tool's business.
+    neuron_only: bool = False
+    # REMOVE: requirements to add in its place unless the file already requires them.
+    instead: tuple[str, ...] = ()
+
+
+_NXD_PORT = "port the code marked NM42x (NM420 gives the plan) to DeviceMesh / DTensor / FSDP2"
+_NXD_INFERENCE = 'load the model with transformers on device_map="neuron", or serve it with vLLM Neuron'
+
+PACKAGES: dict[str, Package] = {
+    "torch-xla": Package(
+        "NM530", REMOVE, "the PyTorch/XLA bridge: TorchNeuron runs on stock PyTorch", instead=("torch>=2.13",)
+    ),
+    "libneuronxla": Package("NM530", REMOVE, "the PyTorch/XLA plug-in of the Neuron runtime, unused by TorchNeuron"),
+    "torch-neuronx": Package(
+        "NM531",
+        FLOOR,
+        "torch-neuronx 2.14+ is TorchNeuron, the native backend: Trn2/Trn3 only, and the code must be migrated "
+        "off torch_xla with it",
+        floor="2.14",
+    ),
+    "optimum-neuron": Package(
+        "NM532",
+        REPLACE,
+        "optimum-neuron pins the XLA stack; the stock libraries run on the neuron device",
+    ),
+    "neuronx-distributed": Package("NM533", DROP, f"it needs the XLA stack; {_NXD_PORT}"),
+    "neuronx-distributed-training": Package(
+        "NM533", DROP, "NxD Training needs the XLA stack; train with Trainer / TRL or torchrun + FSDP2 instead"
+    ),
+    "neuronx-distributed-inference": Package("NM533", DROP, f"it needs the XLA stack; {_NXD_INFERENCE}"),
+    "transformers-neuronx": Package("NM533", DROP, f"it needs the XLA stack; {_NXD_INFERENCE}"),
+    "neuronx-cc": Package(
+        "NM534",
+        UNPIN,
+        "torch-neuronx 2.14+ brings the compiler release it was built with; pin neuronx-cc only to that one",
+    ),
+    "torch": Package(
+        "NM535",
+        FLOOR,
+        "TorchNeuron needs PyTorch 2.13 or 2.14: re-pin what was built for the old torch (torchvision, torchaudio)",
+        floor="2.13",
+        neuron_only=True,
+    ),
+    "transformers": Package(
+        "NM536",
+        FLOOR,
+        "the neuron device needs Transformers 5: check the code against the v5 breaking changes",
+        floor="5.0",
+        neuron_only=True,
+    ),
+    "accelerate": Package(
+        "NM536",
+        FLOOR,
+        "Accelerate 1.13 is the first release that knows the neuron device",
+        floor="1.13",
+        neuron_only=True,
+    ),
+}
+
+# conda names of the same projects
+ALIASES = {"pytorch": "torch"}
+
+# optimum-neuron extra -> the stock requirements that stand in for it ("" is the package itself).
+# Only what the extra was there for: a project that named no training extra gets no TRL or PEFT.
+OPTIMUM_EXTRAS: dict[str, tuple[str, ...]] = {
+    "": ("transformers>=5.0",),
+    "training": ("trl", "peft", "accelerate>=1.13"),
+    "neuronx": ("torch-neuronx>=2.14",),
+    "diffusers": ("diffusers",),
+    "sentence-transformers": ("sentence-transformers",),
+}
+# Stock libraries a project may need without having named the extra: the marker mentions them.
+OPTIONAL_STOCK = ("trl", "peft", "diffusers")
+# Extras that installed optimum-neuron's own test and lint tools.
+OPTIMUM_DEV_EXTRAS = frozenset({"tests", "quality", "diffusers-tests", "vllm-tests"})
+OPTIMUM_EXTRA_HINTS = {"vllm": "serve with vLLM Neuron (install it from its own instructions)"}
+
+INDEX_MARKER = (
+    "TorchNeuron wheels come from this repository too, but its XLA-era releases are not TorchNeuron: "
+    "check that every requirement resolves to a 2.14+ build"
+)
+HASH_MARKER = "hashes of this changed requirement were dropped: re-lock the file (pip-compile --generate-hashes)"
+
+# Words that make a file worth reading at all (the prefilter is a byte scan, so both spellings).
+TRIGGERS: tuple[bytes, ...] = tuple(
+    sorted(
+        {
+            spelling.encode()
+            for name in PACKAGES
+            if not PACKAGES[name].neuron_only
+            for spelling in (name, name.replace("-", "_"))
+        }
+        | {NEURON_INDEX.encode()}
+    )
+)
+
+
+# ----- requirement specifiers -----------------------------------------------------------------
+
+Clause = tuple[str, str]  # (operator, version)
+
+_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+_EXTRAS = re.compile(r"\s*\[([^\]]*)\]")
+_CLAUSE = re.compile(r"\s*(===|==|!=|~=|<=|>=|<|>)\s*([A-Za-z0-9_.*+!-]+)")
+_URL = re.compile(r"\s*@\s*(\S+)")
+_MARKER = re.compile(r"\s*;(.*)$", re.DOTALL)
+_EGG = re.compile(r"#egg=([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
+_WHEEL = re.compile(r"(?:^|[/\\=])(?P<name>[A-Za-z0-9_.]+)-(?P<version>\d[^-/]*)-[^/]*\.whl$")
+
+
+def canonical(name: str) -> str:
+    """PEP 503 name: ``Torch_XLA`` and ``torch-xla`` are the same project."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One dependency as written. ``start``/``end`` delimit the part a rewrite replaces (name,
+    extras and version, or the URL) in the text it was parsed from; the environment marker after
+    it runs to ``marker_end`` and is kept."""
+
+    name: str
+    extras: tuple[str, ...] = ()
+    extras_text: str = ""
+    # OR of ANDs; one alternative for PEP 440, several for Poetry's "||" and conda's "|"
+    alternatives: tuple[tuple[Clause, ...], ...] = ((),)
+    written: str = ""
+    url: str = ""
+    start: int = 0
+    end: int = 0
+    marker_end: int = 0
+
+    @property
+    def key(self) -> str:
+        key = canonical(self.name)
+        return ALIASES.get(key, key)
+
+    @property
+    def pinned(self) -> bool:
+        return any(alternative for alternative in self.alternatives)
+
+
+def parse_requirement(text: str, start: int = 0, end: int | None = None) -> Requirement | None:
+    """A PEP 508 requirement in ``text[start:end]`` (the whole slice must be one), else None.
+    A URL requirement, a wheel file path or a VCS URL counts when its file name or ``#egg=`` tells
+    the project."""
+    end = len(text) if end is None else end
+    body = text[:end]
+    pos = start + len(body[start:]) - len(body[start:].lstrip())
+    token = body[pos:end].strip()
+    named_url = re.match(_NAME.pattern + r"\s*(?:\[[^\]]*\])?\s*@", token)
+    if not named_url and (token.endswith(".whl") or token.startswith((".", "/")) or "://" in token):
+        return _url_requirement(body, pos, end)
+    name = _NAME.match(body, pos)
+    if name is None:
+        return None
+    cursor = name.end()
+    extras_text, extras = "", ()
+    match = _EXTRAS.match(body, cursor)
+    if match:
+        extras_text = match.group(0).strip()
+        extras = tuple(canonical(e.strip()) for e in match.group(1).split(",") if e.strip())
+        cursor = match.end()
+    url, clauses = "", []
+    spec_end = cursor
+    match = _URL.match(body, cursor)
+    if match:
+        url = match.group(1)
+        spec_end = cursor = match.end()
+        clauses = _wheel_clauses(url, name.group(0))
+    else:
+        cursor, clauses = _specifier(body, cursor)
+        if cursor is None:
+            return None
+        spec_end = cursor
+    rest = body[cursor:end]
+    if rest.strip():
+        marker = _MARKER.match(rest)
+        # A marker after a URL needs a space before the ";" (pip reads "x.whl;y" as one URL).
+        if marker is None or (url and not rest[:1].isspace()):
+            return None
+    marker_end = len(body[:end].rstrip())
+    return Requirement(
+        name=name.group(0),
+        extras=extras,
+        extras_text=extras_text,
+        alternatives=(tuple(clauses),),
+        written=body[pos:spec_end],
+        url=url,
+        start=pos,
+        end=spec_end,
+        marker_end=max(marker_end, spec_end),
+    )
+
+
+def _specifier(text: str, cursor: int) -> tuple[int | None, list[Clause]]:
+    """The version clauses from ``cursor`` (optionally in parentheses): (end, clauses)."""
+    clauses: list[Clause] = []
+    paren = re.compile(r"\s*\(").match(text, cursor)
+    if paren:
+        cursor = paren.end()
+    while True:
+        match = _CLAUSE.match(text, cursor)
+        if match is None:
+            break
+        clauses.append((match.group(1), match.group(2)))
+        cursor = match.end()
+        comma = re.compile(r"\s*,").match(text, cursor)
+        if comma is None:
+            break
+        cursor = comma.end()
+    if paren:
+        close = re.compile(r"\s*\)").match(text, cursor)
+        if close is None:
+            return None, []
+        cursor = close.end()
+    return cursor, clauses
+
+
+def _wheel_clauses(url: str, name: str) -> list[Clause]:
+    wheel = _WHEEL.search(url)
+    if wheel and canonical(wheel.group("name")) == canonical(name):
+        return [("==", wheel.group("version"))]
+    return []
+
+
+def _url_requirement(text: str, start: int, end: int) -> Requirement | None:
+    """A wheel file (its name tells project and version) or a VCS URL with ``#egg=project``."""
+    token = text[start:end].strip()
+    if any(c.isspace() for c in token):
+        return None
+    wheel = _WHEEL.search(token)
+    egg = _EGG.search(token)
+    if wheel:
+        name, alternatives = wheel.group("name"), ((("==", wheel.group("version")),),)
+    elif egg:
+        name, alternatives = egg.group(1), ((),)
+    else:
+        return None
+    return Requirement(
+        name=canonical(name),
+        alternatives=alternatives,
+        written=token,
+        url=token,
+        start=start,
+        end=start + len(token),
+        marker_end=start + len(token),
+    )
+
+
+def poetry_requirement(name: str, constraint: str, extras: tuple[str, ...] = ()) -> Requirement:
+    """A Poetry dependency (``torch = "~2.1"``) as a requirement: ``^`` and ``~`` become their
+    bounds, a bare version is an exact pin, ``||`` separates alternatives."""
+    alternatives = []
+    for part in constraint.split("||"):
+        clauses: list[Clause] = []
+        for op, version in re.findall(r"(\^|~=|~|===|==|!=|<=|>=|<|>|=)?\s*(\d[^\s,|]*)", part):
+            release = _release(version.removesuffix(".*"))
+            if op == "^" and release:
+                clauses += [(">=", version), ("<", _dotted(_caret_ceiling(release)))]
+            elif op == "~" and release:
+                clauses += [(">=", version), ("<", _dotted(_tilde_ceiling(release)))]
+            else:
+                clauses.append(("==" if op in ("", "=") else op, version))
+        alternatives.append(tuple(clauses))
+    return Requirement(
+        name=name,
+        extras=tuple(canonical(e) for e in extras),
+        alternatives=tuple(alternatives),
+        written=f'{name} = "{constraint}"',
+    )
+
+
+def conda_requirement(text: str, start: int = 0) -> Requirement | None:
+    """A conda match spec (``pytorch=2.1.2``, ``conda-forge::pytorch 2.1.*``, ``torch>=2.1,<2.2``)."""
+    match = re.compile(r"\s*(?:[\w.-]+::)?(" + _NAME.pattern + r")\s*(.*?)\s*$", re.DOTALL).match(text, start)
+    if match is None:
+        return None
+    version = match.group(2)
+    alternatives = []
+    for part in version.split("|") if version else [""]:
+        part = part.strip()
+        if not part:
+            alternatives.append(())
+            continue
+        fuzzy = re.fullmatch(r"=?(\d[\w.*+]*)(?:=\S*)?", part)  # "=2.1", "2.1", "=2.1.2=build"
+        exact = re.fullmatch(r"==(\d[\w.*+]*)(?:=\S*)?", part)
+        if fuzzy:
+            pin = fuzzy.group(1)
+            alternatives.append((("==", pin if pin.endswith("*") else pin + ".*"),))
+        elif exact:
+            alternatives.append((("==", exact.group(1)),))
+        elif re.fullmatch(rf"(?:{_CLAUSE.pattern}\s*,?\s*)+", part):
+            alternatives.append(tuple(_CLAUSE.findall(part)))
+        else:
+            return None
+    return Requirement(
+        name=match.group(1),
+        alternatives=tuple(alternatives),
+        written=text[match.start(1) : match.end(2)],
+        start=match.start(1),
+        end=match.end(2),
+        marker_end=match.end(2),
+    )
+
+
+# ----- versions -------------------------------------------------------------------------------
+
+
+def _release(version: str) -> tuple[int, ...] | None:
+    match = re.match(r"v?(?:\d+!)?(\d+(?:\.\d+)*)", version.strip())
+    return tuple(int(p) for p in match.group(1).split(".")) if match else None
+
+
+def _dotted(release: tuple[int, ...]) -> str:
+    return ".".join(map(str, release))
+
+
+def _before(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    width = max(len(a), len(b))
+    return a + (0,) * (width - len(a)) < b + (0,) * (width - len(b))
+
+
+def _bump(release: tuple[int, ...]) -> tuple[int, ...]:
+    return release[:-1] + (release[-1] + 1,)
+
+
+def _caret_ceiling(release: tuple[int, ...]) -> tuple[int, ...]:
+    first = next((i for i, part in enumerate(release) if part), len(release) - 1)
+    return _bump(release[: first + 1])
+
+
+def _tilde_ceiling(release: tuple[int, ...]) -> tuple[int, ...]:
+    return _bump(release[:2]) if len(release) > 1 else _bump(release)
+
+
+def _clause_caps(clause: Clause, floor: tuple[int, ...]) -> bool:
+    """True when the clause lets no version at or above ``floor`` through."""
+    op, version = clause
+    wildcard = version.endswith(".*")
+    release = _release(version[:-2] if wildcard else version)
+    if release is None:
+        return False
+    if op in ("==", "===") and wildcard:
+        return not _before(floor, _bump(release))
+    if op in ("==", "==="):
+        return _before(release, floor)
+    if op == "<":
+        return not _before(floor, release)
+    if op == "<=":
+        return _before(release, floor)
+    if op == "~=":
+        return len(release) > 1 and not _before(floor, _bump(release[:-1]))
+    return False
+
+
+def capped_below(requirement: Requirement, floor: str) -> bool:
+    """Every version the requirement allows is older than ``floor``."""
+    release = _release(floor)
+    return requirement.pinned and all(
+        any(_clause_caps(clause, release) for clause in alternative) for alternative in requirement.alternatives
+    )
+
+
+def upper_bounded(requirement: Requirement) -> bool:
+    return requirement.pinned and all(
+        any(op in ("==", "===", "<", "<=", "~=") for op, _ in alternative) for alternative in requirement.alternatives
+    )
+
+
+# ----- what to do with a requirement ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Change:
+    """What becomes of one requirement. ``replacement`` holds the new name-and-version texts
+    (empty: the requirement goes); the environment marker of the original is the caller's to keep."""
+
+    rule: str
+    safety: str
+    message: str
+    replacement: tuple[str, ...]
+    marker: str = ""  # what a human must check (review) or do (manual); "" for safe edits
+
+
+@dataclass
+class Stack:
+    """What a file requires, so that a replacement never adds a package twice and torch or
+    transformers pins are rewritten only in files about the Neuron stack."""
+
+    present: set[str] = field(default_factory=set)
+    neuron: bool = True
+    selected: frozenset[str] | None = None  # rule ids; None = all
+
+    @classmethod
+    def of(cls, requirements, index_urls: bool = False, selected: frozenset[str] | None = None) -> Stack:
+        keys = {r.key for r in requirements}
+        neuron = index_urls or any(k in PACKAGES and not PACKAGES[k].neuron_only for k in keys)
+        return cls(present=keys, neuron=neuron, selected=selected)
+
+    def wants(self, rule_id: str) -> bool:
+        return self.selected is None or rule_id in self.selected
+
+
+def plan_change(requirement: Requirement, stack: Stack) -> Change | None:
+    """The change the selected rules make to ``requirement``; None when it stays as it is."""
+    package = PACKAGES.get(requirement.key)
+    if package is None or not stack.wants(package.rule) or (package.neuron_only and not stack.neuron):
+        return None
+    return _ACTIONS[package.action](requirement, package, stack)
+
+
+def _remove(requirement: Requirement, package: Package, stack: Stack) -> Change:
+    added = _missing(package.instead, stack)
+    what = f"replaced by {', '.join(added)}" if added else "removed"
+    return Change(package.rule, SAFE, f"{requirement.name} {what} ({package.why})", added)
+
+
+def _floor(requirement: Requirement, package: Package, stack: Stack) -> Change | None:
+    if not capped_below(requirement, package.floor):
+        return None
+    new = f"{requirement.name}{requirement.extras_text}>={package.floor}"
+    return Change(package.rule, REVIEW, f"{requirement.written} -> {new}", (new,), package.why)
+
+
+def _unpin(requirement: Requirement, package: Package, stack: Stack) -> Change | None:
+    if not upper_bounded(requirement):
+        return None
+    new = f"{requirement.name}{requirement.extras_text}"
+    return Change(package.rule, REVIEW, f"{requirement.written} -> {new}", (new,), f"pin dropped: {package.why}")
+
+
+def _drop(requirement: Requirement, package: Package, stack: Stack) -> Change:
+    what = f"{requirement.name} removed: {package.why}"
+    return Change(package.rule, MANUAL, what, (), what)
+
+
+def _replace(requirement: Requirement, package: Package, stack: Stack) -> Change:
+    """optimum-neuron -> the stock libraries its extras stood for, minus those already required."""
+    wanted = list(OPTIMUM_EXTRAS[""])
+    hints = []
+    for extra in requirement.extras:
+        if extra in OPTIMUM_EXTRAS:
+            wanted += OPTIMUM_EXTRAS[extra]
+        elif extra in OPTIMUM_EXTRA_HINTS:
+            hints.append(f"[{extra}]: {OPTIMUM_EXTRA_HINTS[extra]}")
+        elif extra not in OPTIMUM_DEV_EXTRAS:
+            hints.append(f"[{extra}]: no stock counterpart known, check what it installed")
+    added = _missing(tuple(dict.fromkeys(wanted)), stack)
+    named = requirement.name + requirement.extras_text
+    chosen = ", ".join(added) if added else "the libraries already listed"
+    extras = ", ".join(f"[{e}]" for e in requirement.extras)
+    basis = f"from its extra{'s' if len(requirement.extras) > 1 else ''} {extras}" if extras else "it had no extras"
+    marker = f"{named} replaced by {chosen} ({basis})"
+    others = [name for name in OPTIONAL_STOCK if name not in stack.present]
+    if others:
+        marker += f"; add {' / '.join(others)} if the code uses {'them' if len(others) > 1 else 'it'}"
+    if hints:
+        marker += "; " + "; ".join(hints)
+    return Change(package.rule, REVIEW, f"{named} replaced by {chosen} ({package.why})", added, marker)
+
+
+def _missing(candidates: tuple[str, ...], stack: Stack) -> tuple[str, ...]:
+    added = []
+    for text in candidates:
+        key = canonical(_NAME.match(text).group(0))
+        if key not in stack.present:
+            stack.present.add(key)
+            added.append(text)
+    return tuple(added)
+
+
+_ACTIONS = {REMOVE: _remove, FLOOR: _floor, REPLACE: _replace, DROP: _drop, UNPIN: _unpin}
+
+
+def migrate_requirement(text: str, stack: Stack | None = None) -> Change | None:
+    """One specifier as ``pip install`` takes it (``torch-neuronx==2.1.2.*``,
+    ``'optimum-neuron[training]; python_version < "3.12"'``): the change, with the environment
+    marker carried onto every new specifier in ``replacement``; None when it stays."""
+    requirement = parse_requirement(text)
+    if requirement is None:
+        return None
+    change = plan_change(requirement, stack if stack is not None else Stack())
+    if change is None:
+        return None
+    marker = text[requirement.end : requirement.marker_end]
+    return Change(
+        change.rule, change.safety, change.message, tuple(r + marker for r in change.replacement), change.marker
+    )
+
+
+def is_neuron_index(url: str) -> bool:
+    return NEURON_INDEX in url
+
+
+# ----- the rules ------------------------------------------------------------------------------
+
+
+class RequirementRule(Rule):
+    """A rule over dependency files. The adapters in ``migrate/requirements.py`` apply it: they
+    parse each dependency and ask :func:`plan_change`, which reads the rows of :data:`PACKAGES`
+    carrying this rule's id."""
+
+    @classmethod
+    def rows(cls) -> dict[str, Package]:
+        return {name: row for name, row in PACKAGES.items() if row.rule == cls.meta.id}
+
+
+def _example(before: str, after: str) -> Example:
+    return Example(before=before, after=after)
+
+
+_INDEX_LINE = f"--extra-index-url https://{NEURON_INDEX}\n"
+
+
+@register
+class TorchXlaRemoved(RequirementRule):
+    """torch-xla and libneuronxla go: TorchNeuron is a backend of stock PyTorch (DOCS_RESOURCES)."""
+
+    meta = RuleMeta(
+        "NM530",
+        "torch-xla / libneuronxla requirements removed",
+        safety=SAFE,
+        summary="The PyTorch/XLA packages have no place next to TorchNeuron; torch>=2.13 is added when nothing "
+        "else requires torch.",
+        docs=(DOCS_RESOURCES, DOCS_TRANSITION),
+        triggers=TRIGGERS,
+        kind="requirements",
+        example=_example(
+            "torch-xla==2.1.*\nlibneuronxla==2.0.965\ndatasets\n",
+            "torch>=2.13\ndatasets\n",
+        ),
+    )
+
+
+@register
+class TorchNeuronxPin(RequirementRule):
+    """An XLA-era torch-neuronx pin (any release before 2.14) becomes torch-neuronx>=2.14."""
+
+    meta = RuleMeta(
+        "NM531",
+        "XLA-era torch-neuronx pin -> torch-neuronx>=2.14",
+        safety=REVIEW,
+        risks=frozenset({"launch"}),
+        summary="torch-neuronx 2.14 and later is TorchNeuron; earlier releases are the PyTorch/XLA library. "
+        "TorchNeuron runs on Trn2 / Trn3 only.",
+        docs=(DOCS_BEST_PRACTICES, DOCS_QUICKSTART),
+        triggers=TRIGGERS,
+        kind="requirements",
+        example=_example(
+            "torch-neuronx==2.8.0.2.10.16998\n",
+            f"# neuron-migrate(NM531): {PACKAGES['torch-neuronx'].why}\ntorch-neuronx>=2.14\n",
+        ),
+    )
+
+
+@register
+class OptimumNeuronReplaced(RequirementRule):
+    """optimum-neuron -> stock Transformers / TRL / PEFT / Accelerate / Diffusers, chosen from its extras."""
+
+    meta = RuleMeta(
+        "NM532",
+        "optimum-neuron -> stock Hugging Face libraries",
+        safety=REVIEW,
+        summary="optimum-neuron pins the XLA stack. It is replaced by transformers>=5.0 plus what its extras "
+        "installed: [training] -> trl, peft, accelerate>=1.13; [neuronx] -> torch-neuronx>=2.14; "
+        "[diffusers] -> diffusers. Packages the file already lists are not added again.",
+        docs=(DOCS_RESOURCES,),
+        triggers=TRIGGERS,
+        kind="requirements",
+        example=_example(
+            "optimum-neuron[training]==0.4.5\npeft\n",
+            "# neuron-migrate(NM532): optimum-neuron[training] replaced by transformers>=5.0, trl, "
+            "accelerate>=1.13 (from its extra [training]); add diffusers if the code uses it\n"
+            "transformers>=5.0\ntrl\naccelerate>=1.13\npeft\n",
+        ),
+    )
+
+
+@register
+class NeuronxDistributedRemoved(RequirementRule):
+    """neuronx-distributed and the XLA inference libraries go; the code using them is ported by hand."""
+
+    meta = RuleMeta(
+        "NM533",
+        "neuronx-distributed / transformers-neuronx requirements removed",
+        safety=MANUAL,
+        risks=frozenset({"collectives"}),
+        summary="These libraries run only on the XLA stack. The requirement is removed (it cannot be installed "
+        "next to TorchNeuron) and a TODO marker points at the model surgery the code still needs.",
+        docs=(DOCS_DISTRIBUTED, DOCS_TRANSITION),
+        triggers=TRIGGERS,
+        kind="requirements",
+        example=_example(
+            "neuronx-distributed==0.15.22404\n",
+            f"# TODO(neuron-migrate NM533): neuronx-distributed removed: {PACKAGES['neuronx-distributed'].why}\n",
+        ),
+    )
+
+
+@register
+class NeuronxCcPinDropped(RequirementRule):
+    """neuronx-cc stays (TorchNeuron still compiles graphs with it); its legacy pin goes."""
+
+    meta = RuleMeta(
+        "NM534",
+        "neuronx-cc kept, its pin dropped",
+        safety=REVIEW,
+        risks=frozenset({"performance"}),
+        summary="The native backend still compiles graphs with neuronx-cc, but torch-neuronx 2.14+ requires "
+        "the compiler release it was built with, so an upper-bounded pin is dropped.",
+        docs=(DOCS_BEST_PRACTICES,),
+        triggers=TRIGGERS,
+        kind="requirements",
+        example=_example(
+            "neuronx-cc==2.21.33363.0\n",
+            f"# neuron-migrate(NM534): pin dropped: {PACKAGES['neuronx-cc'].why}\nneuronx-cc\n",
+        ),
+    )
+
+
+@register
+class TorchPin(RequirementRule):
+    """A torch pin below 2.13 in a Neuron project becomes torch>=2.13."""
+
+    meta = RuleMeta(
+        "NM535",
+        "torch pinned below 2.13 -> torch>=2.13",
+        safety=REVIEW,
+        risks=frozenset({"numerics"}),
+        summary="TorchNeuron is built for PyTorch 2.13 / 2.14. Only files that also name a Neuron package or "
+        "the Neuron pip repository are rewritten.",
+        docs=(DOCS_BEST_PRACTICES, DOCS_QUICKSTART),
+        triggers=TRIGGERS,
+        kind="requirements",
+        example=_example(
+            "torch==2.1.2\ntorch-neuronx\n",
+            f"# neuron-migrate(NM535): {PACKAGES['torch'].why}\ntorch>=2.13\ntorch-neuronx\n",
+        ),
+    )
+
+
+@register
+class HuggingFacePins(RequirementRule):
+    """transformers < 5 and accelerate < 1.13 pins in a Neuron project are raised."""
+
+    meta = RuleMeta(
+        "NM536",
+        "transformers < 5 / accelerate < 1.13 pins raised",
+        safety=REVIEW,
+        summary="The neuron device is known to Transformers 5 and Accelerate 1.13 onwards. Only files that also "
+        "name a Neuron package or the Neuron pip repository are rewritten.",
+        docs=(DOCS_RESOURCES,),
+        triggers=TRIGGERS,
+        kind="requirements",
+        example=_example(
+            "transformers==4.57.1\ntorch-neuronx\n",
+            f"# neuron-migrate(NM536): {PACKAGES['transformers'].why}\ntransformers>=5.0\ntorch-neuronx\n",
+        ),
+    )
+
+
+@register
+class NeuronIndexKept(RequirementRule):
+    """The Neuron pip repository stays; it gets a review marker when the file's pins were migrated."""
+
+    meta = RuleMeta(
+        "NM537",
+        "Neuron pip repository kept",
+        safety=REVIEW,
+        summary="TorchNeuron is installed from the same repository. The marker is added only to a file whose "
+        "requirements were migrated in the same run, so a checked marker, once deleted, stays deleted.",
+        docs=(DOCS_QUICKSTART,),
+        triggers=TRIGGERS,
+        kind="requirements",
+        example=_example(
+            _INDEX_LINE + "torch-xla==2.1.*\n",
+            f"# neuron-migrate(NM537): {INDEX_MARKER}\n" + _INDEX_LINE + "torch>=2.13\n",
+        ),
+    )
+
+
+@register
+class HashesDropped(RequirementRule):
+    """A changed requirement's ``--hash`` options no longer match; they go and the file needs re-locking."""
+
+    meta = RuleMeta(
+        "NM538",
+        "hashes of a changed requirement dropped",
+        safety=MANUAL,
+        summary="pip checks --hash values against the downloaded file, so the hashes of a rewritten requirement "
+        "are dropped with it, and a TODO marker asks to re-lock the file with the tool that wrote them.",
+        docs=(DOCS_HASHES,),
+        triggers=TRIGGERS,
+        kind="requirements",
+        example=_example(
+            "torch-xla==2.1.2 \\\n    --hash=sha256:0123\ntorch==2.1.2 \\\n    --hash=sha256:4567\n",
+            f"# neuron-migrate(NM535): {PACKAGES['torch'].why}\n# TODO(neuron-migrate NM538): {HASH_MARKER}\n"
+            "torch>=2.13\n",
+        ),
+    )

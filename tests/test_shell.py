@@ -1,0 +1,421 @@
+"""Shell scripts: the rule fixtures, byte fidelity, bash that bashlex refuses, bad input, the
+example projects' launch scripts, and agreement with the Python environment-variable rules.
+
+Fixtures: ``fixtures/shell/<ID>/<case>.before.sh`` with ``<case>.after.sh`` (every rule on),
+``<case>.noop.sh`` for scripts that must come out byte-identical. A fixture is rewritten under its
+own path, so a launched script next to it (``finetune.py``) is read as it would be in a project.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+from conftest import FIXTURES, ROOT
+
+from neuron_migrate.config import load_config
+from neuron_migrate.migrate.engine import RulePlan
+from neuron_migrate.migrate.runner import run
+from neuron_migrate.migrate.shell import ShellScript, migrate_shell_text, rewrite_shell
+from neuron_migrate.report.model import CHANGED, FAILED, UNCHANGED
+from neuron_migrate.rules.env_vars import ENV_VARS
+from neuron_migrate.rules.launch_scripts import ASYNC_LOAD, COMPILE_FLAGS
+
+SHELL = FIXTURES / "shell"
+PAIRS = sorted(SHELL.glob("*/*.before.sh"))
+NOOPS = sorted(SHELL.glob("*/*.noop.sh"))
+BASH = shutil.which("bash")
+
+
+def _id(path):
+    return f"{path.parent.name}/{path.name.split('.')[0]}"
+
+
+def shell(text: str, plan, path: str = "run.sh", **kwargs) -> str:
+    return migrate_shell_text(text, path, plan, **kwargs).text
+
+
+def parses(text: str) -> bool:
+    """``bash -n``: the script is syntactically valid (True when there is no bash to ask)."""
+    if BASH is None:
+        return True
+    return subprocess.run([BASH, "-n"], check=False, input=text.encode(), capture_output=True).returncode == 0
+
+
+# ----- fixtures ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("before", PAIRS, ids=_id)
+def test_fixture_rewrites_to_expected(before, plan):
+    after = before.with_name(before.name.replace(".before.", ".after."))
+    assert after.exists(), f"missing expected output {after.name}"
+    outcome = rewrite_shell(before.read_bytes(), str(before), plan, False)
+    assert outcome.status == CHANGED, outcome.error
+    assert outcome.output == after.read_bytes()
+    rule_id = before.parent.name
+    assert any(f.rule == rule_id and not f.suppressed for f in outcome.findings), f"{rule_id} never fired"
+    if parses(before.read_text()):
+        assert parses(outcome.output.decode())
+    again = rewrite_shell(outcome.output, str(before), plan, False)
+    assert again.status == UNCHANGED, "second run changed the output (no fixpoint)"
+
+
+@pytest.mark.parametrize("noop", NOOPS, ids=_id)
+def test_noop_fixture_is_untouched(noop, plan):
+    outcome = rewrite_shell(noop.read_bytes(), str(noop), plan, False)
+    assert outcome.status == UNCHANGED, outcome.diff
+    assert not [f for f in outcome.findings if f.rule == noop.parent.name and f.applied]
+
+
+# ----- bytes in, bytes out -----------------------------------------------------------------------------------
+
+MIXED = (
+    "#!/usr/bin/env bash\n"
+    "export PJRT_DEVICE=NEURON\n"
+    "export XLA_USE_BF16=1\n"
+    "neuron_parallel_compile torchrun train.py --output_dir out \\\n"
+    "    --tensor_parallel_size 2\n"
+)
+
+
+def test_crlf_files_keep_their_line_endings(plan):
+    lf = rewrite_shell(MIXED.encode(), "run.sh", plan, False)
+    crlf = rewrite_shell(MIXED.replace("\n", "\r\n").encode(), "run.sh", plan, False)
+    assert crlf.status == CHANGED
+    assert crlf.output == lf.output.replace(b"\n", b"\r\n")
+    assert b"\n" not in crlf.output.replace(b"\r\n", b"")
+    assert rewrite_shell(crlf.output, "run.sh", plan, False).status == UNCHANGED
+
+
+def test_bom_and_missing_final_newline_are_kept(plan):
+    data = "\ufeffecho start\nexport PJRT_DEVICE=NEURON".encode()
+    outcome = rewrite_shell(data, "run.sh", plan, False)
+    assert outcome.output == "\ufeffecho start".encode()
+    marked = rewrite_shell(b"export XLA_USE_BF16=1", "run.sh", plan, False).output
+    assert marked.startswith(b"# TODO(neuron-migrate NM502)") and marked.endswith(b"\nexport XLA_USE_BF16=1")
+
+
+def test_heredoc_bodies_are_data(plan):
+    script = (
+        "cat <<EOF > launch.sh\n"
+        "export PJRT_DEVICE=NEURON\n"
+        "neuron_parallel_compile torchrun train.py --tensor_parallel_size 2 --output_dir o\n"
+        "EOF\n"
+        "cat <<-'END' | ssh host bash\n"
+        "\texport XLA_IR_DEBUG=1\n"
+        "\tEND\n"
+        'python - <<"PY"\n'
+        "import os; os.environ['PJRT_DEVICE'] = 'NEURON'\n"
+        "PY\n"
+    )
+    assert shell(script, plan) == script
+    assert shell(script + "export PJRT_DEVICE=NEURON\n", plan) == script
+
+
+def test_comments_quotes_functions_and_substitutions_survive(plan):
+    script = (
+        "#!/bin/bash\n"
+        "# neuron_parallel_compile in a comment, it's fine\n"
+        'log() { echo "[$(date +%T)] $*" >&2; }  # a function\n'
+        "FILES=( 'a b' \"c d\" $(ls) )\n"
+        "x=$(( ${#FILES[@]} + 1 ))\n"
+        "[[ -n \"${x}\" ]] && log 'neuron_parallel_compile torchrun'\n"
+        "out=$(neuron_parallel_compile torchrun train.py --epochs 1)\n"
+    )
+    result = shell(script, plan)
+    assert result == script.replace("out=$(neuron_parallel_compile ", "out=$(").replace(
+        "out=", "# neuron-migrate(NM510): " + _marker(result, "NM510") + "\nout=", 1
+    )
+    assert parses(result)
+
+
+def _marker(text: str, rule: str) -> str:
+    return re.search(rf"# neuron-migrate\({rule}\): (.*)", text).group(1)
+
+
+# ----- what bashlex refuses ----------------------------------------------------------------------------------
+
+
+def test_constructs_bashlex_refuses_are_left_alone_and_the_rest_migrated(plan):
+    script = (
+        'case "$1" in\n'
+        "  pre) neuron_parallel_compile torchrun train.py ;;\n"
+        "esac\n"
+        "select opt in a b; do export PJRT_DEVICE=NEURON; done\n"
+        "export PJRT_DEVICE=NEURON\n"
+    )
+    result = migrate_shell_text(script, "run.sh", plan)
+    # bashlex does not implement `case` arms or `select`: those lines stay, with nothing reported.
+    assert result.text == script.removesuffix("export PJRT_DEVICE=NEURON\n")
+    assert [f.span.line for f in result.findings] == [5]
+
+
+def test_a_file_bashlex_cannot_parse_at_all_is_untouched_and_not_reported(plan):
+    # Every line is a construct bashlex refuses. What it cannot read it does not claim to
+    # understand: the file stays as it is and no finding is made up for it.
+    script = "case $x in\n  a) export PJRT_DEVICE=NEURON ;;\nesac\n"
+    outcome = rewrite_shell(script.encode(), "run.sh", plan, False)
+    assert outcome.status == UNCHANGED and outcome.findings == []
+    assert ShellScript(script, "run.sh").refused
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "\n\n",
+        "   ",
+        "echo 'never closed\nexport PJRT_DEVICE=NEURON\n",
+        'export PJRT_DEVICE=NEURON\necho "never closed\nneuron_parallel_compile torchrun x.py\n',
+        "cat <<EOF\nexport PJRT_DEVICE=NEURON\n",
+        'ARGS=(\n  --tensor_parallel_size 2\ntorchrun x.py "${ARGS[@]}"\n',
+        "x=$(\n",
+        "\\",
+        "export PJRT_DEVICE=NEURON \\",
+        "))))((((\n",
+        "}}}{{{ fi done esac then\n",
+        "echo $(( 1 +\n2 ))\nexport PJRT_DEVICE=NEURON\n",
+        "a" * 100_000 + "\nexport PJRT_DEVICE=NEURON\n",
+        "$(" * 300 + "\n",
+        "\x00\x01 export PJRT_DEVICE=NEURON\n",
+        "echo ${x:-'a)'} $'it\\'s' \"${y//\\\"/}\"\nexport PJRT_DEVICE=NEURON\n",
+        "f() (\n  neuron_parallel_compile torchrun x.py\n)\n",
+        "<<<",
+        "cat <<",
+        "\x0c\u00a0\u2028 export PJRT_DEVICE=NEURON\n\x0bneuron_parallel_compile torchrun x.py\n",
+        "export PJRT_DEVICE=NEURON\r",
+        "\r\n\r\nexport PJRT_DEVICE=NEURON\r\n\r\n",
+    ],
+)
+def test_odd_input_never_raises_and_stays_valid(text, plan):
+    outcome = rewrite_shell(text.encode(), "run.sh", plan, False)
+    assert outcome.status in (CHANGED, UNCHANGED), outcome.error
+    if outcome.status == CHANGED:
+        new = outcome.output.decode()
+        if parses(text):
+            assert parses(new)
+        assert rewrite_shell(outcome.output, "run.sh", plan, False).status == UNCHANGED
+
+
+def test_undecodable_bytes_fail_with_a_location(plan):
+    outcome = rewrite_shell(b"export PJRT_DEVICE=NEURON\necho \xff\n", "run.sh", plan, False)
+    assert outcome.status == FAILED and outcome.error.startswith("run.sh:2:6: byte 0xff")
+
+
+def test_an_internal_error_fails_only_that_file(plan, monkeypatch):
+    from neuron_migrate.rules import launch_scripts
+
+    def boom(*args):
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(launch_scripts, "apply_env_table", boom)
+    outcome = rewrite_shell(b"export PJRT_DEVICE=NEURON\n", "run.sh", plan, False)
+    assert outcome.status == FAILED and "internal error" in outcome.error and "bug" in outcome.error
+
+
+# ----- markers, suppression, selection -----------------------------------------------------------------------
+
+
+def test_no_comments_keeps_markers_out_of_the_file(plan):
+    result = migrate_shell_text(MIXED, "run.sh", plan, no_comments=True)
+    assert "neuron-migrate" not in result.text
+    assert "neuron_parallel_compile" not in result.text and "PJRT_DEVICE" not in result.text
+    assert {"NM501", "NM502", "NM510", "NM512"} <= {f.rule for f in result.findings}
+
+
+def test_markers_are_not_added_twice(plan):
+    once = shell(MIXED, plan)
+    assert shell(once, plan) == once
+    assert once.count("TODO(neuron-migrate NM502)") == 1
+
+
+def test_suppression_comments(plan):
+    script = (
+        "export PJRT_DEVICE=NEURON  # neuron-migrate: ignore\n"
+        "export XLA_IR_DEBUG=1  # neuron-migrate: ignore[NM502]\n"
+        "torchrun t.py --output_dir o \\\n"
+        "    --zero_1 true  # neuron-migrate: ignore[NM512]\n"
+    )
+    result = migrate_shell_text(script, "run.sh", plan)
+    assert result.text == (
+        "export PJRT_DEVICE=NEURON  # neuron-migrate: ignore\n"
+        f"export {ASYNC_LOAD}=1\n"
+        "torchrun t.py --output_dir o \\\n"
+        "    --zero_1 true  # neuron-migrate: ignore[NM512]\n"
+    )
+    suppressed = {(f.rule, f.span.line) for f in result.findings if f.suppressed}
+    assert suppressed == {("NM501", 1), ("NM512", 4)}
+
+
+def test_only_selected_rules_apply():
+    only_wrapper = RulePlan.build(select=["NM510"])
+    result = migrate_shell_text(MIXED, "run.sh", only_wrapper)
+    assert {f.rule for f in result.findings} == {"NM510"}
+    assert "export PJRT_DEVICE=NEURON" in result.text and "--tensor_parallel_size 2" in result.text
+    no_env = RulePlan.build(ignore=["NM50"])
+    assert "export PJRT_DEVICE=NEURON" in shell(MIXED, no_env)
+
+
+def test_findings_carry_the_cell_and_positions(plan):
+    result = migrate_shell_text("echo hi\nexport   PJRT_DEVICE=NEURON\n", "nb.ipynb", plan, cell=3)
+    (finding,) = result.findings
+    assert (finding.cell, finding.span.line, finding.span.column, finding.span.end_column) == (3, 2, 10, 28)
+    assert finding.path == "nb.ipynb" and finding.fingerprint
+
+
+# ----- the rules' finer points -------------------------------------------------------------------------------
+
+
+def test_a_renamed_variable_is_renamed_where_it_is_read(plan):
+    script = 'export NEURON_COMPILE_CACHE_URL=/fsx/c\nls "$NEURON_COMPILE_CACHE_URL" ${NEURON_COMPILE_CACHE_URL}/x\n'
+    result = shell(script, plan)
+    assert 'ls "$TORCH_NEURONX_NEFF_CACHE_DIR" ${TORCH_NEURONX_NEFF_CACHE_DIR}/x' in result
+    assert "NEURON_COMPILE_CACHE_URL=" not in result
+
+
+def test_a_deletion_joined_to_another_command_becomes_a_todo(plan):
+    script = "export PJRT_DEVICE=NEURON && torchrun x.py\n"
+    result = migrate_shell_text(script, "run.sh", plan)
+    assert result.text.endswith(script) and "TODO(neuron-migrate NM501)" in result.text
+    assert [f.safety for f in result.findings] == ["manual"]
+
+
+def test_a_block_left_empty_keeps_a_no_op(plan):
+    result = shell("if true; then\n    export PJRT_DEVICE=NEURON\nfi\n", plan)
+    assert result == "if true; then\n    :\nfi\n" and parses(result)
+
+
+def test_an_array_read_by_position_is_not_edited(plan):
+    script = 'L=(neuron_parallel_compile torchrun)\n"${L[@]:1}" x.py\n'
+    result = migrate_shell_text(script, "run.sh", plan)
+    assert result.text.endswith(script)
+    assert [(f.rule, f.safety) for f in result.findings] == [("NM510", "manual")]
+
+
+def test_hugging_face_jobs_are_recognised_from_the_script(tmp_path, plan):
+    (tmp_path / "sft.py").write_text("import trl\n")
+    (tmp_path / "plain.py").write_text("import torch\n")
+    (tmp_path / "nxd.py").write_text("from transformers import LlamaConfig\nparser.add_argument('--zero_1')\n")
+    run_sh = str(tmp_path / "run.sh")
+    assert f"export {ASYNC_LOAD}=1" in shell("python sft.py\n", plan, run_sh)
+    assert shell("python plain.py --epochs 1\n", plan, run_sh) == "python plain.py --epochs 1\n"
+    # Trainer flags make it a Hugging Face job even when the script is not there to read.
+    assert f"export {ASYNC_LOAD}=1" in shell("python missing.py --output_dir o\n", plan, run_sh)
+    # A flag the script defines itself is its own, not NeuronTrainingArguments'.
+    assert "--zero_1 true" in shell("torchrun nxd.py --zero_1 true\n", plan, run_sh)
+    assert COMPILE_FLAGS in shell("torchrun sft.py --zero_1 true\n", plan, run_sh)
+
+
+def test_launches_through_variables_and_wrappers(plan):
+    script = (
+        'LAUNCHER="torchrun --nproc_per_node 2"\n'
+        "ARGS=(--output_dir o --fuse_qkv)\n"
+        '$LAUNCHER train.py "${ARGS[@]}"\n'
+        "nohup env OMP_NUM_THREADS=4 python -m torch.distributed.run --nproc_per_node=2 other.py --zero_1 --output_dir o &\n"
+    )
+    result = shell(script, plan)
+    assert "ARGS=(--output_dir o --torch_compile true --torch_compile_backend neuron)" in result
+    assert f"--nproc_per_node=2 other.py {COMPILE_FLAGS} --output_dir o &" in result
+    assert result.index(f"export {ASYNC_LOAD}=1") < result.index("$LAUNCHER")
+
+
+def test_async_load_is_not_added_when_the_script_sets_it(plan):
+    script = "export HF_DEACTIVATE_ASYNC_LOAD=0\ntorchrun t.py --output_dir o\n"
+    assert shell(script, plan) == script
+
+
+# ----- shell and Python agree about every variable -----------------------------------------------------------
+
+
+def _samples(key: str) -> list[tuple[str, str]]:
+    name = key.rstrip("*") + ("SAMPLE" if key.endswith("*") else "")
+    action = ENV_VARS[key]
+    if action.drop_flags:
+        values = [
+            "--model-type=transformer --cache_dir=/tmp/c --retry_failed_compilation",
+            "--retry_failed_compilation",
+        ]
+    elif action.remote_message:
+        values = ["/fsx/cache", "s3://bucket/cache"]
+    else:
+        values = ["1"]
+    return [(name, value) for value in values]
+
+
+def _outcome(text: str, findings, setting: str) -> tuple:
+    kept = re.search(setting, text)
+    markers = sorted(line.strip() for line in text.splitlines() if "neuron-migrate" in line)
+    decisions = sorted((f.rule, f.safety, f.applied) for f in findings)
+    return (kept.groups() if kept else None, markers, decisions)
+
+
+@pytest.mark.parametrize("key", sorted(ENV_VARS), ids=str)
+def test_shell_and_python_decide_every_variable_alike(key, plan, migrate):
+    for name, value in _samples(key):
+        python = migrate(f'import os\n\nos.environ["{name}"] = "{value}"\n')
+        shell_result = migrate_shell_text(f'export {name}="{value}"\n', "run.sh", plan)
+        assert _outcome(shell_result.text, shell_result.findings, r'export (\w+)="([^"]*)"') == _outcome(
+            python.code, python.findings, r'os\.environ\["(\w+)"\] = "([^"]*)"'
+        ), (name, value)
+
+
+# ----- the example projects ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def examples(tmp_path):
+    for name in ("xla-training", "optimum-sft", "optimum-inference"):
+        shutil.copytree(ROOT / "examples" / name, tmp_path / name)
+    return tmp_path
+
+
+def _migrated(examples, name: str, plan) -> str:
+    path = examples / name / "run.sh"
+    outcome = rewrite_shell(path.read_bytes(), str(path), plan, False)
+    assert outcome.status == CHANGED, outcome.error
+    text = outcome.output.decode()
+    assert parses(text)
+    assert rewrite_shell(outcome.output, str(path), plan, False).status == UNCHANGED
+    return text
+
+
+def test_xla_training_launch_script(examples, plan):
+    text = _migrated(examples, "xla-training", plan)
+    assert "PJRT_DEVICE" not in text
+    assert "# TODO(neuron-migrate NM502): XLA_USE_BF16" in text
+    assert 'export NEURON_CC_FLAGS="--model-type=generic"\n' in text
+    assert not [line for line in text.splitlines() if "neuron_parallel_compile" in line.split("#")[0]]
+    assert '    torchrun --nproc_per_node="${NPROC}" train.py --epochs 1 "$@"\n' in text
+    assert ASYNC_LOAD not in text  # a plain PyTorch script: no Hugging Face loading
+    assert "export NEURON_RT_STOCHASTIC_ROUNDING_EN=1\nexport MALLOC_ARENA_MAX=64\n" in text
+
+
+def test_optimum_sft_launch_script(examples, plan):
+    text = _migrated(examples, "optimum-sft", plan)
+    assert f"export XLA_USE_BF16=1\nexport {ASYNC_LOAD}=1\n" in text
+    assert "--tensor_parallel_size" not in text.split("ARGS=(")[1] and "--zero_1" not in text.split("ARGS=(")[1]
+    assert f"    --bf16 true\n    {COMPILE_FLAGS}\n    --per_device_train_batch_size 1\n" in text
+    assert "DistributedConfig(tp_size=2)" in text
+    assert '    "${LAUNCH[@]}" train.py "${ARGS[@]}" --max_steps "${MAX_STEPS}" "$@"\n' in text
+    assert 'export NEURON_CC_FLAGS="--model-type transformer"\n' in text
+    assert "# TODO(neuron-migrate NM504): NEURON_FUSE_SOFTMAX" in text
+
+
+def test_optimum_inference_launch_script(examples, plan):
+    text = _migrated(examples, "optimum-inference", plan)
+    todo = re.search(r"# TODO\(neuron-migrate NM514\): (.*)\noptimum-cli export neuron", text).group(1)
+    assert 'AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B-Instruct"' in todo
+    assert "dtype=torch.bfloat16" in todo and "llama-neuron/" in todo and "vLLM" in todo
+    # generate.py loads a model with transformers: the variable is set before it runs.
+    assert f"export {ASYNC_LOAD}=1\npython generate.py" in text
+
+
+def test_the_pipeline_rewrites_shell_scripts(examples):
+    report = run([examples / "xla-training"], load_config([examples]), mode="write")
+    status = {f.path.rsplit("/", 1)[-1]: f.status for f in report.files}
+    assert status["run.sh"] == "changed"
+    assert "neuron_parallel_compile torchrun" not in (examples / "xla-training" / "run.sh").read_text()
+    again = run([examples / "xla-training" / "run.sh"], load_config([examples]), mode="check")
+    assert [f.status for f in again.files] == ["unchanged"]
