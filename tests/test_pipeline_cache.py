@@ -135,3 +135,14 @@ def test_clean_or_cached_runs_do_not_import_libcst(project):
 
     assert probe() == "1 True ['NM100']"  # first run: the rules are loaded and train.py is parsed
     assert probe() == "1 False ['NM100']"  # everything from the cache, rule metadata included
+
+
+def test_a_launch_script_misses_the_cache_when_the_script_it_launches_changes(project):
+    # Whether `torchrun train.py` is a Hugging Face job (and needs HF_DEACTIVATE_ASYNC_LOAD) is
+    # read from train.py, so the cached result of run.sh must not outlive an edit of train.py.
+    (project / "run.sh").write_text("#!/bin/bash\ntorchrun --nproc_per_node 2 train.py\n")
+    (project / "train.py").write_text("import torch_xla\n")
+    first = {f.rule for f in check(project).findings if f.path == "run.sh"}
+    (project / "train.py").write_text("import torch_xla\nfrom transformers import Trainer\n")
+    second = {f.rule for f in check(project).findings if f.path == "run.sh"}
+    assert "NM511" not in first and "NM511" in second

@@ -17,11 +17,13 @@ from conftest import FIXTURES, ROOT
 
 from neuron_migrate.config import load_config
 from neuron_migrate.migrate.engine import RulePlan
+from neuron_migrate.migrate.requirements import rewrite_requirements
 from neuron_migrate.migrate.runner import run
 from neuron_migrate.migrate.shell import ShellScript, migrate_shell_text, rewrite_shell
 from neuron_migrate.report.model import CHANGED, FAILED, UNCHANGED
 from neuron_migrate.rules.env_vars import ENV_VARS
 from neuron_migrate.rules.launch_scripts import ASYNC_LOAD, COMPILE_FLAGS
+from neuron_migrate.rules.requirements import PACKAGES
 
 SHELL = FIXTURES / "shell"
 PAIRS = sorted(SHELL.glob("*/*.before.sh"))
@@ -138,24 +140,40 @@ def _marker(text: str, rule: str) -> str:
 # ----- what bashlex refuses ----------------------------------------------------------------------------------
 
 
-def test_constructs_bashlex_refuses_are_left_alone_and_the_rest_migrated(plan):
+def test_case_arms_are_migrated_line_by_line(plan):
     script = (
         'case "$1" in\n'
         "  pre) neuron_parallel_compile torchrun train.py ;;\n"
+        "  bf16|all)\n"
+        "    export PJRT_DEVICE=NEURON\n"
+        "    ;;\n"
         "esac\n"
+    )
+    result = migrate_shell_text(script, "run.sh", plan)
+    assert "  pre) torchrun train.py ;;\n" in result.text
+    assert "  bf16|all)\n    :\n    ;;\n" in result.text  # the deleted export leaves a no-op
+    assert sorted(f.rule for f in result.findings) == ["NM501", "NM510"]
+    assert parses(result.text)
+
+
+def test_lines_bashlex_refuses_are_kept_and_reported_when_they_name_legacy_apis(plan):
+    script = (
         "select opt in a b; do export PJRT_DEVICE=NEURON; done\n"
+        "select opt in a b; do echo $opt; done\n"
         "export PJRT_DEVICE=NEURON\n"
     )
     result = migrate_shell_text(script, "run.sh", plan)
-    # bashlex does not implement `case` arms or `select`: those lines stay, with nothing reported.
-    assert result.text == script.removesuffix("export PJRT_DEVICE=NEURON\n")
-    assert [f.span.line for f in result.findings] == [5]
+    # The first line stays byte for byte, with a TODO naming what it holds; the second names
+    # nothing legacy and is not reported; the third is migrated as usual.
+    lines = result.text.splitlines(keepends=True)
+    assert lines[0].startswith("# TODO(neuron-migrate NM519):") and "PJRT_DEVICE" in lines[0]
+    assert lines[1:] == script.splitlines(keepends=True)[:2]
+    assert [(f.rule, f.span.line, f.applied) for f in result.findings] == [("NM501", 3, True), ("NM519", 1, False)]
+    assert migrate_shell_text(result.text, "run.sh", plan).text == result.text
 
 
-def test_a_file_bashlex_cannot_parse_at_all_is_untouched_and_not_reported(plan):
-    # Every line is a construct bashlex refuses. What it cannot read it does not claim to
-    # understand: the file stays as it is and no finding is made up for it.
-    script = "case $x in\n  a) export PJRT_DEVICE=NEURON ;;\nesac\n"
+def test_a_file_bashlex_cannot_parse_at_all_is_untouched(plan):
+    script = "select x in a b; do echo $x; done\n"
     outcome = rewrite_shell(script.encode(), "run.sh", plan, False)
     assert outcome.status == UNCHANGED and outcome.findings == []
     assert ShellScript(script, "run.sh").refused
@@ -419,3 +437,41 @@ def test_the_pipeline_rewrites_shell_scripts(examples):
     assert "neuron_parallel_compile torchrun" not in (examples / "xla-training" / "run.sh").read_text()
     again = run([examples / "xla-training" / "run.sh"], load_config([examples]), mode="check")
     assert [f.status for f in again.files] == ["unchanged"]
+
+
+# ----- pip install: the requirement rules on a command line ------------------------------------------------
+
+
+@pytest.mark.parametrize("package", sorted(PACKAGES), ids=str)
+def test_pip_install_and_requirements_files_decide_every_package_alike(package, plan):
+    spec = f"{package}==2.1.0"
+    requirements = rewrite_requirements(f"torch-neuronx\n{spec}\n".encode(), "requirements.txt", plan, False)
+    script = migrate_shell_text(f"pip install torch-neuronx {spec}\n", "setup.sh", plan)
+    from_file = [ln for ln in (requirements.output or b"").decode().splitlines() if not ln.startswith("#")]
+    from_file = from_file or f"torch-neuronx\n{spec}".splitlines()
+    installed = script.text.splitlines()[-1].split()[2:] if "pip install" in script.text else []
+    assert [w.strip("'\"") for w in installed] == from_file
+    assert sorted(f.rule for f in script.findings) == sorted(f.rule for f in requirements.findings)
+
+
+def test_a_pip_install_left_with_nothing_to_install_goes(plan):
+    text = migrate_shell_text("pip install -U libneuronxla torch-xla\npython train.py\n", "setup.sh", plan).text
+    assert text == "pip install -U 'torch>=2.13'\npython train.py\n"
+    text = migrate_shell_text("pip install --no-deps libneuronxla\npython train.py\n", "setup.sh", plan).text
+    assert text == "python train.py\n"
+    chained = migrate_shell_text("pip install neuronx-distributed && python train.py\n", "setup.sh", plan).text
+    assert chained.splitlines()[1:] == [": && python train.py"]
+    assert parses(chained)
+
+
+def test_pip_install_keeps_options_files_and_expansions(plan):
+    line = "pip install -r requirements.txt -c constraints.txt --target torch-xla $EXTRA neuronx-distributed\n"
+    text = migrate_shell_text(line, "setup.sh", plan).text
+    # "--target torch-xla" is an option value, "-r" still installs something: only the package goes.
+    assert text.splitlines()[-1] == "pip install -r requirements.txt -c constraints.txt --target torch-xla $EXTRA"
+
+
+def test_pip_install_leaves_projects_without_neuron_alone(plan):
+    script = "pip install torch==2.1.2 transformers==4.40.0\necho pip install torch-xla\n"
+    result = migrate_shell_text(script, "setup.sh", plan)
+    assert result.text == script and result.findings == []

@@ -19,6 +19,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,10 +81,11 @@ class Cache:
         salt = "\0".join([code_fingerprint(), config_fingerprint, ",".join(rule_ids)])
         return cls(folder, salt)
 
-    def key(self, path: str, data: bytes) -> str:
+    def key(self, path: str, data: bytes, related: bytes = b"") -> str:
         digest = hashlib.sha256(self.salt)
         digest.update(b"\0" + path.encode("utf-8", "surrogateescape") + b"\0")
         digest.update(data)
+        digest.update(b"\0" + related)
         return digest.hexdigest()
 
     def _entry(self, key: str) -> Path:
@@ -163,3 +165,25 @@ def _outcome_from_json(data: dict[str, Any]) -> Outcome:
 
 def _finding_from_json(data: dict[str, Any]) -> Finding:
     return Finding(**{**data, "span": Span(**data["span"]), "risks": tuple(data["risks"])})
+
+
+# A launch line names the Python it runs: `train.py`, `src/train.py`, `-m pkg.train`.
+_LAUNCHED = re.compile(rb"([\w./-]+\.py)\b|-m[ \t]+([A-Za-z_][\w.]*)")
+
+
+def launched_sources(real_path: str, data: bytes) -> bytes:
+    """The bytes of the Python files a shell script or notebook may launch, found next to it.
+
+    The shell rules read those files (is this a Hugging Face job? which flags does the script define
+    itself?), so the result of a script depends on them too and its cache key must change with them.
+    """
+    folder = os.path.dirname(real_path)
+    parts = []
+    for match in sorted(set(_LAUNCHED.findall(data))):
+        name = match[0] or match[1].replace(b".", b"/") + b".py"
+        try:
+            with open(os.path.join(folder, os.fsdecode(name)), "rb") as handle:
+                parts.append(name + b"\0" + hashlib.sha256(handle.read()).digest())
+        except (OSError, ValueError):
+            continue
+    return b"\0".join(parts)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from neuron_migrate import __version__
 from neuron_migrate.config import Config
 from neuron_migrate.migrate import parallel
-from neuron_migrate.migrate.cache import Cache, PlanSummary
+from neuron_migrate.migrate.cache import Cache, PlanSummary, launched_sources
 from neuron_migrate.migrate.discover import SourceFile, discover
 from neuron_migrate.migrate.prefilter import Prefilter
 from neuron_migrate.migrate.sources import ADAPTERS, Outcome
@@ -109,7 +109,8 @@ class _Results:
                 self._finish(index, FileResult(path))
                 continue
             if self.cache is not None:
-                self.keys[index] = self.cache.key(path, data)
+                related = launched_sources(str(source.real), data) if source.kind in ("shell", "notebook") else b""
+                self.keys[index] = self.cache.key(path, data, related)
                 hit = self.cache.get(self.keys[index])
                 if hit is not None:
                     self._finish(index, self._apply(Task(index, path, source.kind, data), hit, cached=True))

@@ -508,13 +508,22 @@ class ShellScript:
 
     # -- parsing -------------------------------------------------------------------------------------
     def _read_group(self, start: int, end: int) -> None:
-        chunk = self.layout.view[start:end]
-        if not chunk.strip():
+        if not self.layout.view[start:end].strip():
             return
+        if self._read_chunk(start, end, self.layout.view[start:end]):
+            return
+        # A group bashlex refuses is mostly a `case` block: its arms are read line by line with
+        # the case syntax masked, and only lines that still do not parse are refused.
+        for line_start, line_end in _logical_lines(self.layout.view, start, end):
+            chunk = _mask_case_syntax(self.layout.view[line_start:line_end])
+            if chunk.strip() and not self._read_chunk(line_start, line_end, chunk):
+                self.refused.append((line_start, line_end))
+
+    def _read_chunk(self, start: int, end: int, chunk: str) -> bool:
+        """Parse ``chunk`` (the view of ``start:end``, maybe masked further); False when bashlex refuses it."""
         nodes = _parse(chunk)
         if nodes is None:
-            self.refused.append((start, end))
-            return
+            return False
         crs = [m.start() - k for k, m in enumerate(re.finditer(r"\r(?=\n)", chunk))]
         reader = _NodeReader(self.text, start, crs)
         for node in nodes:
@@ -531,6 +540,7 @@ class ShellScript:
             self.arrays.append(array)
         self.commands.extend(c for c in commands if c.items)
         self.references.extend(reader.references)
+        return True
 
     def _collect_definitions(self) -> list[tuple[int, str, object]]:
         """(position, name, Array or literal value) for every variable definition, in order."""
@@ -653,6 +663,40 @@ class ShellScript:
 
 def _inside(word: Word, array: ArraySpan) -> bool:
     return array.open < word.start and word.end <= array.close
+
+
+_CASE_HEADER = re.compile(r"[ \t]*case[ \t].*[ \t]in[ \t]*(?:#.*)?\r?$")
+_CASE_END = re.compile(r"[ \t]*esac[ \t]*;?[ \t]*\r?$")
+_CASE_LABEL = re.compile(r"[ \t]*\(?[^\s()]+(?:[ \t]*\|[ \t]*[^\s()|]+)*\)")
+_ARM_END = re.compile(r"[ \t]*(?:;;&?|;&)[ \t]*(?:esac[ \t]*)?\r?$")
+
+
+def _logical_lines(view: str, start: int, end: int) -> list[tuple[int, int]]:
+    """``start:end`` cut at newlines that no ``\\`` continues (each piece without its newline)."""
+    out, line_start = [], start
+    for match in re.finditer(r"\n", view[start:end]):
+        newline = start + match.start()
+        if view[newline - 1 : newline] == "\\" or view[newline - 2 : newline] == "\\\r":
+            continue
+        out.append((line_start, newline))
+        line_start = newline + 1
+    if line_start < end:
+        out.append((line_start, end))
+    return out
+
+
+def _mask_case_syntax(line: str) -> str:
+    """``line`` with what only a ``case`` block has (the header, ``esac``, an arm's ``label)`` and
+    its ``;;``) replaced by spaces, so what is left is ordinary commands at the same positions."""
+    if _CASE_HEADER.match(line) or _CASE_END.match(line):
+        return " " * len(line)
+    label = _CASE_LABEL.match(line)
+    if label:
+        line = " " * label.end() + line[label.end() :]
+    arm_end = _ARM_END.search(line)
+    if arm_end:
+        line = line[: arm_end.start()] + " " * (arm_end.end() - arm_end.start()) + line[arm_end.end() :]
+    return line
 
 
 def _parse(chunk: str):

@@ -191,7 +191,7 @@ class Terminal:
             f"{t['failed']} failed, {t['skipped']} skipped"
         )
         lines.append(
-            f"edits: {t['edits']} ({t['edits'] - t['review']} safe, {t['review']} review); "
+            f"edits: {t['edits']} ({t['safe']} safe, {t['review']} review); "
             f"manual: {t['manual']}; suppressed: {t['suppressed']}"
         )
         checklist = report.checklist()
@@ -212,7 +212,7 @@ class Terminal:
         table.add_row("failed", _count(t["failed"], "red"))
         if t["skipped"]:
             table.add_row("skipped", str(t["skipped"]))
-        table.add_row("safe edits", _count(t["edits"] - t["review"], "green"))
+        table.add_row("safe edits", _count(t["safe"], "green"))
         table.add_row("review edits", _count(t["review"], "yellow"))
         table.add_row("manual", _count(t["manual"], "red"))
         if t["suppressed"]:

@@ -43,6 +43,8 @@ from neuron_migrate.rules.hf_fields import (
     SHARED_FIELDS,
     VERSIONED_FIELDS,
 )
+from neuron_migrate.rules.pip_commands import apply_pip_installs
+from neuron_migrate.rules.requirements import PACKAGES
 
 if TYPE_CHECKING:
     from neuron_migrate.migrate.engine import RulePlan
@@ -257,8 +259,17 @@ def script_source(script: ShellScript, launch: Launch) -> str | None:
     return _read_source(os.path.join(os.path.dirname(script.path), name))
 
 
-@lru_cache(maxsize=64)
 def _read_source(path: str) -> str | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    # Keyed by the file's stat too: a long-lived process (an editor integration, the tests) must see edits.
+    return _read_version(path, stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=64)
+def _read_version(path: str, _mtime_ns: int, _size: int) -> str | None:
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
             return handle.read(2_000_000)
@@ -860,13 +871,75 @@ class XlaDistLauncher(ShellRule):
                 _manual(self, command, _XLA_DIST_STEP)
 
 
+_UNPARSED_STEP = (
+    "the shell parser could not read this line, so it was not migrated: it names {names}; "
+    "migrate it by hand (or write it as plain commands) and run again"
+)
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+
+
+@register
+class UnparsedShellLine(ShellRule):
+    """A line bashlex cannot read (``select``, some ``case`` forms, bash extensions) that names a legacy
+    command, package or variable: nothing silent is left behind, so it is reported and marked."""
+
+    meta = RuleMeta(
+        "NM519",
+        "shell line the parser cannot read names a legacy API",
+        safety=MANUAL,
+        summary=(
+            "Lines bashlex refuses are left byte for byte as they are. When such a line mentions a legacy "
+            "variable, launcher or package, it gets a TODO marker and a finding instead of silence."
+        ),
+        docs=("https://github.com/idank/bashlex", DOCS_ENV),
+        kind="shell",
+        example=Example(
+            before="select mode in train eval; do export PJRT_DEVICE=NEURON; done\n",
+            after=(
+                "# TODO(neuron-migrate NM519): "
+                + _UNPARSED_STEP.format(names="PJRT_DEVICE")
+                + "\nselect mode in train eval; do export PJRT_DEVICE=NEURON; done\n"
+            ),
+        ),
+    )
+
+    def check(self, script: ShellScript) -> None:
+        for start, end in script.refused:
+            names = legacy_names(script.text[start:end])
+            if names:
+                end = start + len(script.text[start:end].rstrip())
+                _manual_span(self, (start, end), _UNPARSED_STEP.format(names=", ".join(names)), start)
+
+
+def legacy_names(text: str) -> list[str]:
+    """The legacy variables, commands and packages ``text`` mentions, in order of appearance."""
+    found: list[str] = []
+    for match in _NAME.finditer(text):
+        name = match.group(0)
+        if name not in found and (classify_env_var(name) is not None or name in _legacy_words()):
+            found.append(name)
+    return found
+
+
+@lru_cache(maxsize=1)
+def _legacy_words() -> frozenset[str]:
+    words = {"neuron_parallel_compile", "optimum-cli", "xla_dist", XLA_DIST}
+    for name, package in PACKAGES.items():
+        if not package.neuron_only:
+            words.update({name, name.replace("-", "_")})
+    return frozenset(words)
+
+
 def _manual(rule: ShellRule, command: Command, step: str) -> None:
+    _manual_span(rule, _command_span(command), step, command.start)
+
+
+def _manual_span(rule: ShellRule, span: tuple[int, int], step: str, anchor: int) -> None:
     ctx, meta = rule.ctx, rule.meta
-    span = _command_span(command)
     if ctx.suppressed(meta.id, span):
         ctx.skip(meta, *span)
     else:
-        ctx.manual(meta, *span, step, command.start)
+        ctx.manual(meta, *span, step, anchor)
 
 
 # ----- environment variables: the table of env_vars.py, applied to shell settings ---------------------------
@@ -1028,8 +1101,10 @@ def _apply_other(ctx: ShellEdits, command: Command, decision: EnvDecision, meta:
 
 
 def apply_rules(script: ShellScript, ctx: ShellEdits, plan: RulePlan) -> None:
-    """Every selected rule over one script: the environment table first, then the launch rules in id order."""
+    """Every selected rule over one script: the environment table, the ``pip install`` commands, then the
+    launch rules in id order."""
     apply_env_table(script, ctx)
+    apply_pip_installs(script, ctx)
     for rule in sorted(plan.index.rules, key=lambda r: r.meta.id):
         if rule.meta.kind == "shell" and issubclass(rule, ShellRule):
             rule(ctx).check(script)

@@ -1,0 +1,209 @@
+"""``pip install`` commands in launch scripts and notebooks: the requirement rules on a command line.
+
+A setup script or a notebook's first cell installs the stack with ``pip install torch-neuronx==2.1.*
+torch-xla neuronx-distributed``; what becomes of each package there is exactly what becomes of it in
+a requirements file, so the decision comes from the same table (:func:`plan_change` in
+:mod:`~neuron_migrate.rules.requirements`) under the same rule ids (NM530-NM537): ``--select NM530``
+means the same thing in ``requirements.txt``, ``run.sh`` and ``%pip install``.
+
+Only the package arguments are edited; options, their values, ``-r`` files and anything the shell
+expands (``$PKGS``) stay as written. A command left with nothing to install is deleted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from neuron_migrate.migrate.shell import WORD, Command, ShellEdits, ShellScript
+from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, RuleMeta, all_rules
+from neuron_migrate.rules.requirements import (
+    INDEX_MARKER,
+    PACKAGES,
+    Change,
+    Requirement,
+    Stack,
+    is_neuron_index,
+    parse_requirement,
+    plan_change,
+)
+
+INDEX_RULE = "NM537"
+PIP = re.compile(r"pip(?:\d+(?:\.\d+)?)?")
+PYTHON = re.compile(r"python(?:\d+(?:\.\d+)?)?")
+# pip install options that take the next word as their value (unless written --option=value).
+VALUE_OPTIONS = frozenset(
+    {
+        "-r", "--requirement", "-c", "--constraint", "-e", "--editable", "-i", "--index-url", "--extra-index-url",
+        "-f", "--find-links", "-t", "--target", "--prefix", "--root", "--src", "--upgrade-strategy", "--platform",
+        "--python-version", "--implementation", "--abi", "-C", "--config-settings", "--global-option",
+        "--no-binary", "--only-binary", "--progress-bar", "--trusted-host", "--cache-dir", "--log", "--proxy",
+        "--retries", "--timeout", "--exists-action", "--cert", "--client-cert", "--report", "--python",
+        "--root-user-action", "--index-strategy", "--extra-index", "--group",
+    }
+)  # fmt: skip
+INDEX_OPTIONS = frozenset({"-i", "--index-url", "--extra-index-url", "--extra-index", "-f", "--find-links"})
+# Characters that make the shell read a word as something else than a plain word.
+PLAIN_WORD = re.compile(r"[\w.,=~!@+:/\[\]-]+")
+
+
+@dataclass
+class _Package:
+    index: int  # the item's position in the command
+    requirement: Requirement
+    text: str  # the word as pip receives it (quotes removed)
+
+
+def install_arguments(command: Command) -> int | None:
+    """The item index just after ``install`` when ``command`` is a pip install, else None."""
+    words = [(i, item.value) for i, item in enumerate(command.items) if item.kind == WORD]
+    values = [os.path.basename(value) for _, value in words]
+    for start in range(len(values)):
+        if values[start] in ("sudo", "exec", "time", "nohup"):
+            continue
+        head = values[start:]
+        if len(head) >= 2 and PIP.fullmatch(head[0]) and head[1] == "install":
+            return words[start + 1][0] + 1
+        if len(head) >= 3 and head[0] == "uv" and head[1:3] == ["pip", "install"]:
+            return words[start + 2][0] + 1
+        if len(head) >= 4 and PYTHON.fullmatch(head[0]) and head[1:4] == ["-m", "pip", "install"]:
+            return words[start + 3][0] + 1
+        return None
+    return None
+
+
+def _arguments(command: Command, first: int) -> tuple[list[_Package], list[str], bool]:
+    """The packages among the arguments, every index URL, and whether an argument is expanded by
+    the shell (its packages are unknown)."""
+    packages, urls, expanded = [], [], False
+    items = command.items
+    i = first
+    while i < len(items):
+        item = items[i]
+        value = item.value
+        if item.kind != WORD:
+            i += 1
+            continue
+        if value.startswith("-"):
+            name, has_value, inline = value.partition("=")
+            if name in VALUE_OPTIONS and not has_value:
+                if name in INDEX_OPTIONS and i + 1 < len(items):
+                    urls.append(items[i + 1].value)
+                i += 2
+                continue
+            if name in INDEX_OPTIONS:
+                urls.append(inline)
+            i += 1
+            continue
+        if "$" in value or "`" in item.raw:
+            expanded = True
+        else:
+            requirement = parse_requirement(value)
+            if requirement is not None:
+                packages.append(_Package(i, requirement, value))
+        i += 1
+    return packages, urls, expanded
+
+
+def _rule_metas() -> dict[str, RuleMeta]:
+    ids = {package.rule for package in PACKAGES.values()} | {INDEX_RULE}
+    return {rule.meta.id: rule.meta for rule in all_rules() if rule.meta.id in ids}
+
+
+def apply_pip_installs(script: ShellScript, ctx: ShellEdits) -> None:
+    metas = {rule_id: meta for rule_id, meta in _rule_metas().items() if rule_id in ctx.selected}
+    if not metas:
+        return
+    for command in script.commands:
+        first = install_arguments(command)
+        if first is not None:
+            _migrate_install(command, first, ctx, metas)
+
+
+def _migrate_install(command: Command, first: int, ctx: ShellEdits, metas: dict[str, RuleMeta]) -> None:
+    packages, urls, expanded = _arguments(command, first)
+    neuron_index = any(is_neuron_index(url) for url in urls)
+    stack = Stack.of([p.requirement for p in packages], index_urls=neuron_index, selected=frozenset(metas))
+    key = ("command", command.index)
+    removed, changed = set(), False
+    for package in packages:
+        change = plan_change(package.requirement, stack)
+        if change is None:
+            continue
+        item = command.items[package.index]
+        if ctx.suppressed(change.rule, (item.start, item.end)):
+            ctx.skip(metas[change.rule], item.start, item.end)
+            continue
+        changed = True
+        marker = package.text[package.requirement.end : package.requirement.marker_end]
+        replacement = tuple(r + marker for r in change.replacement)
+        if replacement:
+            ctx.replace(key, package.index, " ".join(_shell_word(r, item.raw) for r in replacement))
+        else:
+            removed.add(package.index)
+            ctx.remove(key, package.index)
+        _record(ctx, metas[change.rule], change, item, replacement, command)
+    if not changed:
+        return
+    if removed and not expanded and _nothing_left(command, first, removed):
+        _delete_install(ctx, command)
+    if neuron_index and INDEX_RULE in metas and not ctx.suppressed(INDEX_RULE, (command.start, command.end)):
+        meta = metas[INDEX_RULE]
+        ctx.record(meta, command.start, command.end, meta.title, REVIEW, applied=True, fix=INDEX_MARKER)
+        ctx.mark(command.start, f"# neuron-migrate({INDEX_RULE}): {INDEX_MARKER}")
+
+
+def _nothing_left(command: Command, first: int, removed: set[int]) -> bool:
+    """Whether no package, requirements file or editable install remains after ``removed`` go."""
+    items = command.items
+    i = first
+    while i < len(items):
+        value = items[i].value
+        if items[i].kind != WORD:
+            i += 1
+        elif value.startswith("-"):
+            name, has_value, _ = value.partition("=")
+            if name in ("-r", "--requirement", "-e", "--editable"):
+                return False
+            i += 2 if name in VALUE_OPTIONS and not has_value else 1
+        elif i not in removed:
+            return False
+        else:
+            i += 1
+    return True
+
+
+def _delete_install(ctx: ShellEdits, command: Command) -> None:
+    """A pip install with nothing left to install fails ("You must give at least one requirement"):
+    it goes, or becomes ``:`` when it is tied to other commands by ``&&`` or a pipe."""
+    if ctx.deletion(command) is not None:
+        ctx.delete(command)
+    else:
+        key = ("command", command.index)
+        for index in range(len(command.items)):
+            ctx.remove(key, index)
+        ctx.replace(key, 0, ":")
+
+
+def _record(
+    ctx: ShellEdits, meta: RuleMeta, change: Change, item, replacement: tuple[str, ...], command: Command
+) -> None:
+    after = " ".join(replacement)
+    if change.safety == SAFE or not change.marker:
+        ctx.safe(meta, item.start, item.end, change.message, after=after)
+    elif change.safety == REVIEW:
+        ctx.review(meta, item.start, item.end, change.message, change.marker, command.start, after=after)
+    else:
+        ctx.record(meta, item.start, item.end, change.message, MANUAL, applied=True, after=after, fix=change.marker)
+        ctx.mark(command.start, f"# TODO(neuron-migrate {meta.id}): {change.marker}")
+
+
+def _shell_word(text: str, raw: str) -> str:
+    """``text`` as one shell word, quoted like the word it replaces when it needs quoting at all."""
+    if PLAIN_WORD.fullmatch(text):
+        return text
+    quote = raw[0] if raw[:1] in ("'", '"') else "'"
+    if quote == "'" and "'" in text:
+        quote = '"'
+    return f"{quote}{text}{quote}"
