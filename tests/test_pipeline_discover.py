@@ -114,6 +114,26 @@ def test_shell_scripts_are_found_as_their_own_kind(tmp_path):
     assert sorted((f.path.name, f.kind) for f in result.files) == [("run.sh", "shell"), ("train.bash", "shell")]
 
 
+def test_files_included_by_requirement_files_are_followed(tmp_path):
+    (tmp_path / "deps").mkdir()
+    (tmp_path / "requirements.txt").write_text("-r deps/common.txt\n--constraint=pins.lst\n-r https://x/y.txt\ntorch\n")
+    (tmp_path / "deps" / "common.txt").write_text("-r ../more.txt\n-r missing.txt\n")
+    (tmp_path / "more.txt").write_text("-r ../outside.txt\n")
+    (tmp_path / "pins.lst").write_text("torch-xla\n")
+    (tmp_path / "vendor.txt").write_text("not included by anything\n")
+    (tmp_path.parent / "outside.txt").write_text("torch-xla\n")
+    result = discover([tmp_path], Config(root=tmp_path))
+    kinds = {f.real.relative_to(tmp_path).as_posix(): f.kind for f in result.files}
+    # Followed from file to file, never outside the folder being migrated, never twice.
+    assert kinds == {
+        "requirements.txt": "requirements",
+        "deps/common.txt": "requirements",
+        "more.txt": "requirements",
+        "pins.lst": "requirements",
+    }
+    assert found(tmp_path, exclude=("pins.lst",)) == ["deps/common.txt", "more.txt", "requirements.txt"]
+
+
 @needs_symlinks
 def test_symlinked_folder_loop_does_not_hang(tmp_path):
     touch(tmp_path, "pkg/a.py")

@@ -121,9 +121,45 @@ def discover(paths: Sequence[Path | str], config: Config) -> Discovery:
             source = _explicit_file(path, root, out)
             if source is not None:
                 found.append(source)
+    trees = [Path(os.path.abspath(p)).resolve() for p in paths if os.path.isdir(p)]
+    found.extend(_included(found, trees, root, excludes))
     out.files = _unique(found)
     out.skipped.sort(key=lambda s: str(s.path))
     return out
+
+
+# `-r base.txt`, `--requirement=base.txt`, `-c constraints/prod.txt` at the start of a requirements line.
+_INCLUDE = re.compile(rb"^[ \t]*(?:-r|--requirement|-c|--constraint)(?:[ \t]*=[ \t]*|[ \t]+)(\S+)", re.MULTILINE)
+
+
+def _included(found: list[SourceFile], trees: list[Path], root: Path, excludes: _Matcher | None) -> list[SourceFile]:
+    """Files that requirement files include with ``-r`` / ``-c`` under names the walk does not
+    recognise (``-r common.txt``): they hold dependencies too. Only files inside a folder being
+    migrated, and not excluded, are followed."""
+    known = {os.path.normcase(str(s.real)) for s in found}
+    queue = [s for s in found if s.kind == REQUIREMENTS]
+    added: list[SourceFile] = []
+    while queue:
+        source = queue.pop()
+        try:
+            data = source.real.read_bytes()
+        except OSError:
+            continue
+        for match in _INCLUDE.finditer(data):
+            name = os.fsdecode(match.group(1))
+            if "://" in name or "$" in name:
+                continue
+            target = (source.real.parent / name).resolve()
+            key = os.path.normcase(str(target))
+            if key in known or not target.is_file() or not any(_inside(target, tree) for tree in trees):
+                continue
+            if excludes and excludes.matches(_relative(target, root), False):
+                continue
+            known.add(key)
+            included = SourceFile(target, target, REQUIREMENTS)
+            added.append(included)
+            queue.append(included)
+    return added
 
 
 def _explicit_file(path: Path, root: Path, out: Discovery) -> SourceFile | None:
