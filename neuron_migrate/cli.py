@@ -393,10 +393,10 @@ def _print_rule(rule) -> None:
     console.print()
     if example.before == example.after:
         console.print("example (left as it is; the finding goes to the report):")
-        console.print(Syntax(example.before, "python"))
+        console.print(Syntax(example.before, catalog.FENCE_LANGUAGES.get(rule.meta.kind, "text")))
     else:
         console.print("example:")
-        console.print(Syntax(catalog.example_diff(example), "diff"))
+        console.print(Syntax(catalog.example_diff(example, rule.meta.kind), "diff"))
 
 
 @app.command(

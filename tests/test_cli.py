@@ -274,7 +274,7 @@ def test_rules_id_shows_the_example(cli, rule):
     if meta.example.before == meta.example.after:
         assert meta.example.before in result.stdout
     else:
-        assert catalog.example_diff(meta.example) in result.stdout
+        assert catalog.example_diff(meta.example, meta.kind) in result.stdout
 
 
 def test_example_diff_applies_to_before():

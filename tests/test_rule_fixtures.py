@@ -17,21 +17,13 @@ import pytest
 
 from conftest import FIXTURES
 from neuron_migrate.rules.base import all_rules
+from neuron_migrate.rules.catalog import EXAMPLE_FILES
 
 RULES_DIR = FIXTURES / "rules"
 PAIRS = sorted(RULES_DIR.glob("*/*.before.py"))
 NOOPS = sorted(RULES_DIR.glob("*/*.noop.py"))
 
 
-# Non-Python kind -> the file name its rule examples are rewritten as.
-EXAMPLE_FILES = {
-    "notebook": "example.ipynb",
-    "shell": "run.sh",
-    "requirements": "requirements.txt",
-    "pyproject": "pyproject.toml",
-    "setup_cfg": "setup.cfg",
-    "conda_env": "environment.yml",
-}
 
 
 def _id(path):

@@ -99,8 +99,21 @@ def unknown_selectors(selectors) -> list[str]:
     return bad
 
 
-def example_diff(example: Example, name: str = "example.py") -> str:
+# A rule's kind of file -> the file name its example is shown (and tested) as.
+EXAMPLE_FILES = {
+    "python": "example.py",
+    "notebook": "example.ipynb",
+    "shell": "run.sh",
+    "requirements": "requirements.txt",
+    "pyproject": "pyproject.toml",
+    "setup_cfg": "setup.cfg",
+    "conda_env": "environment.yml",
+}
+
+
+def example_diff(example: Example, kind: str = "python") -> str:
     """The example as a unified diff, the way ``rewrite --diff`` would show it."""
+    name = EXAMPLE_FILES.get(kind, "example.py")
     lines = difflib.unified_diff(
         example.before.splitlines(keepends=True),
         example.after.splitlines(keepends=True),
@@ -149,7 +162,7 @@ def rule_text(rule: type[Rule]) -> str:
             lines.append(meta.example.before.rstrip("\n"))
         else:
             lines += ["", "example:", ""]
-            lines.append(example_diff(meta.example).rstrip("\n"))
+            lines.append(example_diff(meta.example, meta.kind).rstrip("\n"))
     return "\n".join(lines) + "\n"
 
 
