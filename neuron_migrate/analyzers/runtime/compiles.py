@@ -74,6 +74,12 @@ class GraphBreak:
         return first if not first or first.endswith((".", "!", "?")) else first + "."
 
 
+def _drop_break_warning(record: logging.LogRecord) -> bool:
+    if record.levelno != logging.WARNING or not record.name.startswith("torch._dynamo"):
+        return True
+    return not str(record.msg).lstrip().startswith("Graph break")
+
+
 class _Handler(logging.Handler):
     def __init__(self, receive) -> None:
         super().__init__(logging.DEBUG)
@@ -211,6 +217,7 @@ class CompileMonitor:
         self._handlers: list[tuple[logging.Logger, logging.Handler, int, bool]] = []
         self._artifacts_added: list[str] = []
         self._handler_api = None
+        self._filtered: list[logging.Handler] = []
 
     # ----- install / uninstall -----
     def install(self) -> None:
@@ -231,6 +238,16 @@ class CompileMonitor:
         self._listen(RECOMPILES_LOGGER, "recompiles", self._on_recompile_log)
         for name in GRAPH_BREAK_LOGGERS:
             self._listen(name, "graph_breaks", self._on_break_log)
+        if "graph_breaks" in self._artifacts_added:
+            self._quiet_break_warnings()
+
+    def _quiet_break_warnings(self) -> None:
+        """Dynamo also warns about some breaks (``Tensor.item()``) on stderr, many lines each; the
+        report already has them, with the user line. Only when the user did not ask for break logs."""
+        for name in ("torch", "torch._dynamo"):
+            for handler in logging.getLogger(name).handlers:
+                handler.addFilter(_drop_break_warning)
+                self._filtered.append(handler)
 
     def _skip_metrics(self) -> None:
         try:
@@ -286,6 +303,9 @@ class CompileMonitor:
             logger.setLevel(level)
             logger.propagate = propagate
         self._handlers.clear()
+        for handler in self._filtered:
+            handler.removeFilter(_drop_break_warning)
+        self._filtered.clear()
         for artifact in self._artifacts_added:
             log_state.artifact_names.discard(artifact)
         self._artifacts_added.clear()
