@@ -73,37 +73,38 @@ def install_arguments(command: Command) -> int | None:
     return None
 
 
-def _arguments(command: Command, first: int) -> tuple[list[_Package], list[str], bool]:
-    """The packages among the arguments, every index URL, and whether an argument is expanded by
-    the shell (its packages are unknown)."""
-    packages, urls, expanded = [], [], False
+@dataclass
+class _Install:
+    packages: list[_Package]
+    index_urls: list[str]
+    # A requirements file, an editable install, a path or an argument the shell expands ($PKGS):
+    # the command still installs something whatever becomes of the packages.
+    other: bool = False
+
+
+def _arguments(command: Command, first: int) -> _Install:
+    install = _Install([], [])
     items = command.items
     i = first
     while i < len(items):
-        item = items[i]
-        value = item.value
+        item, value = items[i], items[i].value
+        i += 1
         if item.kind != WORD:
-            i += 1
             continue
         if value.startswith("-"):
             name, has_value, inline = value.partition("=")
-            if name in VALUE_OPTIONS and not has_value:
-                if name in INDEX_OPTIONS and i + 1 < len(items):
-                    urls.append(items[i + 1].value)
-                i += 2
-                continue
+            install.other |= name in ("-r", "--requirement", "-e", "--editable")
             if name in INDEX_OPTIONS:
-                urls.append(inline)
-            i += 1
+                install.index_urls.append(inline if has_value else items[i].value if i < len(items) else "")
+            if name in VALUE_OPTIONS and not has_value:
+                i += 1
             continue
-        if "$" in value or "`" in item.raw:
-            expanded = True
+        requirement = None if "$" in value or "`" in item.raw else parse_requirement(value)
+        if requirement is not None:
+            install.packages.append(_Package(i - 1, requirement, value))
         else:
-            requirement = parse_requirement(value)
-            if requirement is not None:
-                packages.append(_Package(i, requirement, value))
-        i += 1
-    return packages, urls, expanded
+            install.other = True
+    return install
 
 
 def _rule_metas() -> dict[str, RuleMeta]:
@@ -122,56 +123,37 @@ def apply_pip_installs(script: ShellScript, ctx: ShellEdits) -> None:
 
 
 def _migrate_install(command: Command, first: int, ctx: ShellEdits, metas: dict[str, RuleMeta]) -> None:
-    packages, urls, expanded = _arguments(command, first)
-    neuron_index = any(is_neuron_index(url) for url in urls)
-    stack = Stack.of([p.requirement for p in packages], index_urls=neuron_index, selected=frozenset(metas))
+    install = _arguments(command, first)
+    neuron_index = any(is_neuron_index(url) for url in install.index_urls)
+    stack = Stack.of([p.requirement for p in install.packages], index_urls=neuron_index, selected=frozenset(metas))
     key = ("command", command.index)
-    removed, changed = set(), False
-    for package in packages:
+    kept = changed = False
+    for package in install.packages:
         change = plan_change(package.requirement, stack)
-        if change is None:
-            continue
         item = command.items[package.index]
-        if ctx.suppressed(change.rule, (item.start, item.end)):
+        if change is not None and ctx.suppressed(change.rule, (item.start, item.end)):
             ctx.skip(metas[change.rule], item.start, item.end)
+            change = None
+        if change is None:
+            kept = True
             continue
         changed = True
         marker = package.text[package.requirement.end : package.requirement.marker_end]
         replacement = tuple(r + marker for r in change.replacement)
         if replacement:
+            kept = True
             ctx.replace(key, package.index, " ".join(_shell_word(r, item.raw) for r in replacement))
         else:
-            removed.add(package.index)
             ctx.remove(key, package.index)
         _record(ctx, metas[change.rule], change, item, replacement, command)
     if not changed:
         return
-    if removed and not expanded and _nothing_left(command, first, removed):
+    if not (kept or install.other):
         _delete_install(ctx, command)
     if neuron_index and INDEX_RULE in metas and not ctx.suppressed(INDEX_RULE, (command.start, command.end)):
         meta = metas[INDEX_RULE]
         ctx.record(meta, command.start, command.end, meta.title, REVIEW, applied=True, fix=INDEX_MARKER)
         ctx.mark(command.start, f"# neuron-migrate({INDEX_RULE}): {INDEX_MARKER}")
-
-
-def _nothing_left(command: Command, first: int, removed: set[int]) -> bool:
-    """Whether no package, requirements file or editable install remains after ``removed`` go."""
-    items = command.items
-    i = first
-    while i < len(items):
-        value = items[i].value
-        if items[i].kind != WORD:
-            i += 1
-        elif value.startswith("-"):
-            name, has_value, _ = value.partition("=")
-            if name in ("-r", "--requirement", "-e", "--editable"):
-                return False
-            i += 2 if name in VALUE_OPTIONS and not has_value else 1
-        elif i not in removed:
-            return False
-        else:
-            i += 1
-    return True
 
 
 def _delete_install(ctx: ShellEdits, command: Command) -> None:
