@@ -631,11 +631,39 @@ def _pyproject(text: str, path: str, state: _FileEdit) -> str:
             todo.markers = markers
             pending[sentinel] = todo
     out = _place_markers(tomlkit.dumps(doc), pending, state.no_comments)
+    out = _mark_index_lines(text, out, state)
     try:
         tomlkit.parse(out)
     except ParseError as exc:
         raise AssertionError(f"the rewritten TOML does not parse: {exc}") from None
     return out
+
+
+def _mark_index_lines(original: str, text: str, state: _FileEdit) -> str:
+    """NM537 above every line of a changed pyproject.toml that points at the Neuron repository
+    (a Poetry source, a uv index, a pip ``extra-index-url`` setting): those lines are untouched by
+    the edits, so each is found again in ``text`` by its content, in order."""
+    lines = text.splitlines(keepends=True)
+    cursor = 0
+    for number, line in enumerate(original.splitlines(), start=1):
+        body = line.strip()
+        if not is_neuron_index(line) or body.startswith("#"):
+            continue
+        index = next((i for i in range(cursor, len(lines)) if lines[i].rstrip("\r\n") == line), None)
+        if index is None:
+            continue
+        cursor = index + 1
+        span = Span(number, len(line) - len(line.lstrip()) + 1, number, len(line) + 1)
+        if not state.wants(INDEX_RULE, range(number, number + 1), span, body):
+            continue
+        markers = state.note(INDEX_RULE, "Neuron pip repository kept", span, body, INDEX_MARKER)
+        indent = line[: len(line) - len(line.lstrip())]
+        nl = _split_newline(lines[index])[1] or _newline(text)
+        above = _comments_above(lines, index)
+        head = [m + nl for m in _marker_lines(markers, indent, above, state.no_comments)]
+        lines[index:index] = head
+        cursor += len(head)
+    return "".join(lines)
 
 
 def _toml_sites(doc):
