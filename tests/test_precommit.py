@@ -8,6 +8,7 @@ hook's virtualenv installs this package and its dependencies with pip, which tak
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from neuron_migrate.migrate.discover import kind_of
 from neuron_migrate.rules.base import get_rule
 
 pytestmark = pytest.mark.slow
@@ -61,6 +63,20 @@ def test_hooks_file_declares_the_hooks():
         assert hook["language"] == "python"
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "train.py", "nb.ipynb", "run.sh", "launch.bash", "requirements.txt", "requirements-dev.txt",
+        "dev-requirements.in", "constraints.txt", "requirements/base.txt", "pkg/pyproject.toml", "setup.cfg",
+        "environment.yml", "environment.yaml", "notes.txt", "README.md", "config.yaml", "run.ps1", "data.json",
+    ],
+)  # fmt: skip
+def test_hooks_take_exactly_the_files_neuron_migrate_reads(name):
+    yaml = pytest.importorskip("yaml")
+    for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text()):
+        assert bool(re.search(hook["files"], name)) == (kind_of(name) is not None), (hook["id"], name)
+
+
 @pytest.fixture(scope="module")
 def hook_env(tmp_path_factory):
     """(hook repository snapshot, environment for git and pre-commit)."""
@@ -89,10 +105,10 @@ def user_repo(tmp_path, hook_env):
     return repo
 
 
-def _try_repo(repo: Path, hook_env, hook: str) -> subprocess.CompletedProcess:
+def _try_repo(repo: Path, hook_env, hook: str, files=("train.py",)) -> subprocess.CompletedProcess:
     snapshot, env = hook_env
     return subprocess.run(
-        ["pre-commit", "try-repo", str(snapshot), hook, "--files", "train.py"],
+        ["pre-commit", "try-repo", str(snapshot), hook, "--files", *files],
         cwd=repo,
         env=env,
         capture_output=True,
@@ -132,3 +148,13 @@ def test_audit_hook_fails_on_a_hazard_and_passes_once_fixed(user_repo, hook_env)
     )
     passing = _try_repo(user_repo, hook_env, "neuron-migrate-audit")
     assert passing.returncode == 0, passing.stdout + passing.stderr
+
+
+def test_rewrite_hook_migrates_launch_scripts_and_requirements(user_repo, hook_env):
+    (user_repo / "requirements.txt").write_text("torch-xla==2.1.2\ndatasets\n")
+    (user_repo / "run.sh").write_text("#!/bin/bash\nexport PJRT_DEVICE=NEURON\ntorchrun train.py\n")
+    _git(user_repo, hook_env[1], "add", "requirements.txt", "run.sh")
+    result = _try_repo(user_repo, hook_env, "neuron-migrate", files=("requirements.txt", "run.sh"))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert (user_repo / "requirements.txt").read_text() == "torch>=2.13\ndatasets\n"
+    assert (user_repo / "run.sh").read_text() == "#!/bin/bash\ntorchrun train.py\n"
