@@ -271,14 +271,14 @@ def test_non_python_kernels_are_left_alone(plan):
 
 
 def test_markers_are_not_added_twice(plan):
-    data = nbformat_text(notebook_json("%env XLA_USE_BF16=1", "!XLA_USE_BF16=1 python train.py"))
+    data = nbformat_text(notebook_json("%env XLA_USE_32BIT_LONG=1", "!XLA_USE_32BIT_LONG=1 python train.py"))
     first = rewrite(data, plan)
     new = sources(first.output)
-    assert new[0].startswith("# TODO(neuron-migrate NM502): ") and new[0].endswith("\n%env XLA_USE_BF16=1")
-    assert new[1].startswith("# TODO(neuron-migrate NM502): ")
+    assert new[0].startswith("# TODO(neuron-migrate NM505): ") and new[0].endswith("\n%env XLA_USE_32BIT_LONG=1")
+    assert new[1].startswith("# TODO(neuron-migrate NM505): ")
     again = rewrite(first.output, plan)
     assert again.status == UNCHANGED
-    assert [f.rule for f in again.findings] == ["NM502", "NM502"]
+    assert [f.rule for f in again.findings] == ["NM505", "NM505"]
 
 
 def test_no_comments_keeps_the_guidance_in_the_report(plan):
@@ -288,8 +288,9 @@ def test_no_comments_keeps_the_guidance_in_the_report(plan):
     outcome = rewrite(data, plan, no_comments=True)
     new = sources(outcome.output)
     assert "neuron-migrate" not in "".join(new)
-    assert new[1] == "%env XLA_USE_BF16=1"
+    assert new[1] == ""  # the setting is deleted; what to do instead is only in the report
     assert {"NM101", "NM502"} <= {f.rule for f in outcome.findings}
+    assert [f.fix for f in outcome.findings if f.rule == "NM502"][0].startswith("deleted XLA_USE_BF16: ")
 
 
 def test_suppression_comment_keeps_the_line(plan):

@@ -53,7 +53,9 @@ def _run(code: str, **names) -> dict:
 @pytest.fixture
 def settings(monkeypatch):
     """Undo what migrated code sets for the whole process."""
-    monkeypatch.setattr(torch._dynamo.config, "automatic_dynamic_shapes", torch._dynamo.config.automatic_dynamic_shapes)
+    # Saved and restored by hand: monkeypatch (pytest >= 9.2) restores a module attribute it did not
+    # find in the module's __dict__ by deleting it, and deleting a torch config entry hides it for good.
+    dynamic_shapes = torch._dynamo.config.automatic_dynamic_shapes
     # This machine has no accelerator: train on the CPU, without writing use_cpu into the migrated code.
     post_init = transformers.TrainingArguments.__post_init__
 
@@ -66,6 +68,7 @@ def settings(monkeypatch):
         monkeypatch.setenv(name, "")
         monkeypatch.delenv(name)
     yield
+    torch._dynamo.config.automatic_dynamic_shapes = dynamic_shapes
     from accelerate.state import AcceleratorState
 
     AcceleratorState._reset_state(True)

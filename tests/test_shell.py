@@ -95,8 +95,9 @@ def test_bom_and_missing_final_newline_are_kept(plan):
     data = "\ufeffecho start\nexport PJRT_DEVICE=NEURON".encode()
     outcome = rewrite_shell(data, "run.sh", plan, False)
     assert outcome.output == "\ufeffecho start".encode()
-    marked = rewrite_shell(b"export XLA_USE_BF16=1", "run.sh", plan, False).output
-    assert marked.startswith(b"# TODO(neuron-migrate NM502)") and marked.endswith(b"\nexport XLA_USE_BF16=1")
+    marked = rewrite_shell(b"echo start\nexport XLA_USE_BF16=1", "run.sh", plan, False).output
+    assert marked.startswith(b"echo start\n# TODO(neuron-migrate NM502): deleted XLA_USE_BF16")
+    assert marked.count(b"\n") == 1 and b"export" not in marked  # the marker takes the last line's place
 
 
 def test_heredoc_bodies_are_data(plan):
@@ -402,7 +403,8 @@ def _migrated(examples, name: str, plan) -> str:
 def test_xla_training_launch_script(examples, plan):
     text = _migrated(examples, "xla-training", plan)
     assert "PJRT_DEVICE" not in text
-    assert "# TODO(neuron-migrate NM502): XLA_USE_BF16" in text
+    assert "# TODO(neuron-migrate NM502): deleted XLA_USE_BF16" in text
+    assert "export XLA_USE_BF16" not in text
     assert 'export NEURON_CC_FLAGS="--model-type=generic"\n' in text
     assert not [line for line in text.splitlines() if "neuron_parallel_compile" in line.split("#")[0]]
     assert '    torchrun --nproc_per_node="${NPROC}" train.py --epochs 1 "$@"\n' in text
@@ -412,7 +414,8 @@ def test_xla_training_launch_script(examples, plan):
 
 def test_optimum_sft_launch_script(examples, plan):
     text = _migrated(examples, "optimum-sft", plan)
-    assert f"export XLA_USE_BF16=1\nexport {ASYNC_LOAD}=1\n" in text
+    assert f"# TODO(neuron-migrate NM502): deleted XLA_USE_BF16: {ENV_VARS['XLA_USE_BF16'].message}\n" in text
+    assert f"export {ASYNC_LOAD}=1\n" in text and "export XLA_USE_BF16" not in text
     assert "--tensor_parallel_size" not in text.split("ARGS=(")[1] and "--zero_1" not in text.split("ARGS=(")[1]
     assert f"    --bf16 true\n    {COMPILE_FLAGS}\n    --per_device_train_batch_size 1\n" in text
     assert "DistributedConfig(tp_size=2)" in text

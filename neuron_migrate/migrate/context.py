@@ -89,6 +89,7 @@ class PendingNote:
     message: str = ""
     review: str = ""
     safety: str = ""
+    todo: str = ""
 
 
 @dataclass
@@ -271,6 +272,11 @@ class FileContext:
         self._note.review = message
         self._note.safety = REVIEW
 
+    def todo(self, message: str) -> None:
+        """The edit being made leaves work for a human (a deleted setting whose effect must now come
+        from code): it is reported as manual, and a TODO marker with the next step goes next to it."""
+        self._note.todo = message
+
     def manual(self, node: cst.CSTNode, message: str, fix: str = "") -> None:
         """Leave ``node`` as it is and put a TODO marker with the concrete next step on its line."""
         meta = self._require_rule()
@@ -292,6 +298,10 @@ class FileContext:
 
     def finish_edit(self, meta: RuleMeta, original: cst.CSTNode, after: str) -> None:
         note = self._note
+        if note.todo:
+            self._record(meta, original, note.todo, MANUAL, applied=True, after=after, fix=note.todo)
+            self._mark(f"# TODO(neuron-migrate {meta.id}): {note.todo}")
+            return
         safety = note.safety or meta.safety
         if safety == MANUAL:
             safety = REVIEW

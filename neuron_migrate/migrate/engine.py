@@ -293,8 +293,7 @@ class MigrationTransformer(cst.CSTTransformer):
                 carried = []
             body.append(stmt)
         if carried:
-            footer = _merge_lines([line for line in carried if line.comment is not None], block.footer)
-            return block.with_changes(body=body, footer=footer)
+            return block.with_changes(body=body, footer=[*_comments_with_gap(carried), *block.footer])
         return block.with_changes(body=body)
 
     def _note_legacy(self, node: cst.CSTNode) -> None:
@@ -399,8 +398,17 @@ def _merge_lines(carried: list[cst.EmptyLine], own) -> list[cst.EmptyLine]:
     statement has none of its own, so deleting never glues paragraphs together nor doubles gaps."""
     own = list(own)
     if any(line.comment is None for line in own):
-        carried = [line for line in carried if line.comment is not None]
+        carried = _comments_with_gap(carried)
     return [*carried, *own]
+
+
+def _comments_with_gap(lines: list[cst.EmptyLine]) -> list[cst.EmptyLine]:
+    """The comment lines of ``lines``, with the blank lines above the first of them: they separated
+    that comment from the code before."""
+    first = next((i for i, line in enumerate(lines) if line.comment is not None), None)
+    if first is None:
+        return []
+    return [*lines[:first], *(line for line in lines[first:] if line.comment is not None)]
 
 
 def _with_comments(node, comments: list[str]):

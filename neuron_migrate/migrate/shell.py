@@ -985,16 +985,26 @@ class ShellEdits:
     def apply(self) -> str:
         text = self.script.text
         edits = list(self._edits)
-        edits += [(*edit, 2) for edit in self._deleted.values()]
+        deleted = list(self._deleted.values())
         for key, ops in self._item_ops.items():
             if key[0] == "command" and key[1] in self._deleted:
                 continue
             edits += [(*edit, 2) for edit in _item_edits(text, self.items(key), ops)]
         for position, comments in self._markers.items():
             new = [c for c in comments if c not in _comments_above(text, position)]
-            if new:
-                indent = re.match(r"[ \t]*", text[position:]).group(0)
-                edits.append((position, position, "".join(indent + c + self.newline for c in new), 1))
+            if not new:
+                continue
+            indent = re.match(r"[ \t]*", text[position:]).group(0)
+            block = "".join(indent + c + self.newline for c in new)
+            # The deleted last line of a file without a final newline took the newline before it;
+            # its marker takes its place instead, still without a final newline.
+            ends_open = not text.endswith("\n")
+            last = next((d for d in deleted if ends_open and d[0] <= position < d[1] == len(text)), None)
+            if last is not None:
+                deleted[deleted.index(last)] = (position, last[1], last[2])
+                block = block[: -len(self.newline)]
+            edits.append((position, position, block, 1))
+        edits += [(*edit, 2) for edit in deleted]
         return _apply_edits(text, edits, self.script.layout.heredocs)
 
 

@@ -30,6 +30,9 @@ DOCS_MEMORY = (
 
 # What to do with a variable.
 DELETE = "delete"  # the setting means nothing on TorchNeuron: remove it
+# It means nothing on TorchNeuron either, but what it did must now be done in code: remove it, and a
+# TODO marker in its place names the code change.
+DELETE_BY_HAND = "delete-todo"
 BY_HAND = "manual"  # leave it and say what to do instead
 RENAME = "rename"  # same meaning under a new name (a review says what differs)
 KEEP = "keep"  # still read, but some of its value is XLA-era: drop that part (with a review)
@@ -56,9 +59,9 @@ _XLA_DEBUG = EnvAction(
 _PARALLEL_COMPILE = EnvAction("NM501", DELETE, "read only by neuron_parallel_compile, which TorchNeuron does not use")
 _BF16 = EnvAction(
     "NM502",
-    BY_HAND,
-    'no effect on TorchNeuron: cast with model.to(torch.bfloat16) or use torch.autocast(device_type="neuron", '
-    "dtype=torch.bfloat16), then delete this setting",
+    DELETE_BY_HAND,
+    "it has no effect on TorchNeuron; make the precision explicit in code: model.to(torch.bfloat16) (full bf16, "
+    'what it did), bf16=True for the Trainer, or torch.autocast(device_type="neuron", dtype=torch.bfloat16)',
 )
 
 # Variable name -> action. A name ending in "*" is a prefix; the longest matching one wins and an
@@ -265,6 +268,8 @@ class _Decision:
     value: cst.BaseExpression | None = None
     # A deletion a reviewer should know about (the marker lands on the next line).
     review: bool = False
+    # A deletion that leaves work in the code (a TODO marker lands on the next line).
+    todo: bool = False
 
 
 _SETTERS = frozenset({"os.environ.setdefault", "os.putenv"})
@@ -285,6 +290,7 @@ class _EnvVarRule(Rule):
         self.statement_calls: set[int] = set()
         self.reviews: list[str] = []
         self.notes: list[str] = []
+        self.todos: list[str] = []
 
     def _decide(self, name: str, value: cst.BaseExpression | None, appends: bool = False) -> _Decision | None:
         """What this rule does to ``name = value`` (``name += value`` when ``appends``)."""
@@ -292,6 +298,8 @@ class _EnvVarRule(Rule):
         action = classify_env_var(name, text)
         if action is None or action.rule != self.meta.id:
             return None
+        if action.kind == DELETE_BY_HAND:
+            return _Decision(DELETE, f"{name}: {action.message}", todo=True)
         if action.kind != KEEP:
             return _Decision(action.kind, f"{name}: {action.message}", action.rename_to)
         found = flags_in(text or "", action.drop_flags)
@@ -311,7 +319,8 @@ class _EnvVarRule(Rule):
         """Record a decision made inside a statement; False when the setting is deleted.
         ``anchor`` is the original node, whose position the report and suppressions use."""
         if decision.kind == DELETE:
-            (self.reviews if decision.review else self.notes).append(f"deleted {decision.message}")
+            pending = self.todos if decision.todo else self.reviews if decision.review else self.notes
+            pending.append(f"deleted {decision.message}")
             return False
         if decision.kind == BY_HAND:
             self.ctx.manual(anchor, decision.message)
@@ -326,7 +335,7 @@ class _EnvVarRule(Rule):
                 self.statement_calls.add(id(small.value))
 
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
-        self.reviews, self.notes = [], []
+        self.reviews, self.notes, self.todos = [], [], []
         body = []
         # Names resolve on the original nodes; edits are made to the updated ones.
         for before, small in zip(original.body, updated.body):
@@ -339,6 +348,8 @@ class _EnvVarRule(Rule):
             self.ctx.review("; ".join(self.reviews))
         if self.notes:
             self.ctx.note("; ".join(self.notes))
+        if self.todos:
+            self.ctx.todo("; ".join(self.todos))
         if not body:
             return StatementReplacement([])
         body[-1] = body[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
@@ -502,8 +513,9 @@ class XlaBf16EnvVars(_EnvVarRule):
         safety=MANUAL,
         risks=frozenset({"numerics"}),
         summary=(
-            "The XLA full-bf16 switches (which also turned on stochastic rounding) are gone; "
-            "cast the model or use autocast explicitly."
+            "The XLA full-bf16 switches (which also turned on stochastic rounding) have no effect on TorchNeuron: "
+            "the setting is deleted, and a TODO in its place asks for the precision in code (cast the model, "
+            "bf16=True for the Trainer, or autocast)."
         ),
         docs=(DOCS_BF16,),
         triggers=_triggers("NM502"),
@@ -514,8 +526,7 @@ class XlaBf16EnvVars(_EnvVarRule):
             ),
             after=(
                 "import os\n\n"
-                f"# TODO(neuron-migrate NM502): XLA_USE_BF16: {_BF16.message}\n"
-                'os.environ["XLA_USE_BF16"] = "1"\n'
+                f"# TODO(neuron-migrate NM502): deleted XLA_USE_BF16: {_BF16.message}\n"
             ),
         ),
     )

@@ -26,6 +26,7 @@ from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleM
 from neuron_migrate.rules.env_vars import (
     BY_HAND,
     DELETE,
+    DELETE_BY_HAND,
     ENV_VARS,
     KEEP,
     RENAME,
@@ -954,6 +955,7 @@ class EnvDecision:
     rename_to: str = ""
     value: str = ""  # KEEP: the value as it will be written
     review: bool = False  # a deletion a reviewer should know about
+    todo: bool = False  # a deletion that leaves work in the code (DELETE_BY_HAND)
 
 
 def decide_env(setting: Setting) -> EnvDecision | None:
@@ -964,11 +966,13 @@ def decide_env(setting: Setting) -> EnvDecision | None:
         return None
     if setting.unset:
         # Unsetting a variable nobody reads is dead code; a renamed variable is unset under its new name.
-        if action.kind == DELETE:
+        if action.kind in (DELETE, DELETE_BY_HAND):
             return EnvDecision(setting, action.rule, DELETE, f"{name}: {action.message}")
         if action.kind == RENAME:
             return EnvDecision(setting, action.rule, RENAME, f"{name}: {action.message}", action.rename_to)
         return None
+    if action.kind == DELETE_BY_HAND:
+        return EnvDecision(setting, action.rule, DELETE, f"{name}: {action.message}", todo=True)
     if action.kind != KEEP:
         return EnvDecision(setting, action.rule, action.kind, f"{name}: {action.message}", action.rename_to)
     found = flags_in(setting.value or "", action.drop_flags)
@@ -1058,7 +1062,10 @@ def _apply_deletions(
     for decision in deletions:
         item, meta = decision.setting.item, metas[decision.rule]
         message = f"deleted {decision.message}"
-        if decision.review:
+        if decision.todo:
+            ctx.record(meta, item.start, item.end, message, MANUAL, applied=True, fix=message)
+            ctx.mark(command.start, f"# TODO(neuron-migrate {meta.id}): {message}")
+        elif decision.review:
             ctx.review(meta, item.start, item.end, message, message, command.start)
         else:
             ctx.safe(meta, item.start, item.end, message)
