@@ -2,7 +2,8 @@
 
 Builds a tree of project folders, each holding copies of the shell, notebook and requirement
 fixtures under the names the discovery looks for (``run_N.sh``, ``explore_N.ipynb``,
-``requirements-N.txt``, ``pyproject.toml``, ``setup.cfg``, ``environment.yml``), then measures:
+``requirements-N.txt``, ``Dockerfile.N``, ``pyproject.toml``, ``setup.cfg``, ``environment.yml``),
+then measures:
 
   (a) ``neuron-migrate rewrite TREE --check`` with an empty cache (cold)
   (b) the same command again (warm: everything from the cache)
@@ -43,6 +44,8 @@ def fixture_files() -> dict[str, list[Path]]:
         "notebook": sorted(FIXTURES.glob("notebook/*.before.ipynb")) + sorted(FIXTURES.glob("notebook/*.noop.ipynb")),
         "requirements": sorted(FIXTURES.glob("requirements/*/*.before.txt")),
         "project": sorted(p for p in FIXTURES.glob("requirements/*/*.before.*") if p.suffix in ROOT_FILES),
+        "dockerfile": sorted(FIXTURES.glob("dockerfile/*/*.before.Dockerfile"))
+        + sorted(FIXTURES.glob("dockerfile/*/*.noop.Dockerfile")),
     }
     empty = [kind for kind, paths in found.items() if not paths]
     if empty:
@@ -64,6 +67,7 @@ def build_tree(work: Path, projects: int) -> tuple[Path, int, int]:
         copies = [(s, folder / f"run_{i:02}.sh") for i, s in enumerate(found["shell"])]
         copies += [(s, folder / f"explore_{i:02}.ipynb") for i, s in enumerate(found["notebook"])]
         copies += [(s, folder / f"requirements-{i:02}.txt") for i, s in enumerate(found["requirements"])]
+        copies += [(s, folder / f"Dockerfile.{i:02}") for i, s in enumerate(found["dockerfile"])]
         by_suffix: dict[str, list[Path]] = {}
         for source in found["project"]:
             by_suffix.setdefault(source.suffix, []).append(source)

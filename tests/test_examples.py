@@ -94,6 +94,11 @@ def test_rewrite_migrates_the_example_in_one_run(tmp_path):
     # The launcher loses neuron_parallel_compile and PJRT_DEVICE (tests/test_shell.py has the details).
     assert b"neuron_parallel_compile torchrun" in before["run.sh"]
     assert b"neuron_parallel_compile torchrun" not in after["run.sh"] and b"PJRT_DEVICE" not in after["run.sh"]
+    # The image: the base image gets a TODO, the XLA variables and the torch-xla install go.
+    dockerfile = after["Dockerfile"].decode()
+    assert "# TODO(neuron-migrate NM521):" in dockerfile and "PJRT_DEVICE" not in dockerfile
+    assert "pip install --no-cache-dir 'torch>=2.13'" in dockerfile
+    assert 'ENV NEURON_CC_FLAGS="--model-type=generic"\n' in dockerfile
     assert after["README.md"] == before["README.md"]
     assert os.access(project / "run.sh", os.X_OK)
 

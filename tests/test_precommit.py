@@ -69,6 +69,8 @@ def test_hooks_file_declares_the_hooks():
         "train.py", "nb.ipynb", "run.sh", "launch.bash", "requirements.txt", "requirements-dev.txt",
         "dev-requirements.in", "constraints.txt", "requirements/base.txt", "pkg/pyproject.toml", "setup.cfg",
         "environment.yml", "environment.yaml", "notes.txt", "README.md", "config.yaml", "run.ps1", "data.json",
+        "Dockerfile", "docker/Dockerfile.train", "serve.dockerfile", "Containerfile", "docker-compose.yml",
+        "TRAIN.PY",
     ],
 )  # fmt: skip
 def test_hooks_take_exactly_the_files_neuron_migrate_reads(name):

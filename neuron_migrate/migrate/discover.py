@@ -29,6 +29,7 @@ REQUIREMENTS = "requirements"
 PYPROJECT = "pyproject"
 SETUP_CFG = "setup_cfg"
 CONDA_ENV = "conda_env"
+DOCKERFILE = "dockerfile"
 
 # File suffix -> the kind of source adapter that handles it.
 KINDS_BY_SUFFIX = {".py": PYTHON, ".ipynb": NOTEBOOK, ".sh": SHELL, ".bash": SHELL}
@@ -40,6 +41,7 @@ KINDS_BY_NAME = {
     "environment.yaml": CONDA_ENV,
 }
 REQUIREMENT_NAME = re.compile(r"(.*[-_.])?requirements([-_.].*)?\.(txt|in)|constraints([-_.].*)?\.txt")
+DOCKERFILE_NAME = re.compile(r"(docker|container)file(\.[^/]+)?|[^/]+\.(docker|container)file")
 
 # Folders that never hold the user's own source: VCS data, caches, installed packages.
 SKIP_DIRS = frozenset(
@@ -91,6 +93,8 @@ def kind_of(path: str | Path) -> str | None:
     kind = KINDS_BY_SUFFIX.get(os.path.splitext(name)[1]) or KINDS_BY_NAME.get(name)
     if kind is None and REQUIREMENT_NAME.fullmatch(name):
         kind = REQUIREMENTS
+    if kind is None and DOCKERFILE_NAME.fullmatch(name):
+        kind = DOCKERFILE
     if kind is None and name.endswith((".txt", ".in")):
         # requirements/base.txt, requirements/train.in
         kind = REQUIREMENTS if os.path.basename(os.path.dirname(os.path.abspath(str(path)))) == "requirements" else None

@@ -109,7 +109,7 @@ class _Results:
                 self._finish(index, FileResult(path))
                 continue
             if self.cache is not None:
-                related = launched_sources(str(source.real), data) if source.kind in ("shell", "notebook") else b""
+                related = launched_sources(str(source.real), data) if source.kind in ("shell", "notebook", "dockerfile") else b""
                 self.keys[index] = self.cache.key(path, data, related)
                 hit = self.cache.get(self.keys[index])
                 if hit is not None:

@@ -857,6 +857,11 @@ class ShellEdits:
             lines.update(range(self.script.line_of(start), self.script.line_of(max(start, end - 1)) + 1))
         return is_suppressed(self._suppressed, rule_id, lines)
 
+    def suppress(self, lines: range, ids: frozenset[str] | None) -> None:
+        """Treat ``lines`` (1-based) as carrying an ignore comment for ``ids`` (None: every rule)."""
+        for line in lines:
+            self._suppressed.setdefault(line, ids)
+
     def remove(self, key: ListKey, index: int) -> None:
         self._item_ops.setdefault(key, {}).setdefault(index, REMOVE)
 
@@ -983,6 +988,11 @@ class ShellEdits:
 
     # -- applying ------------------------------------------------------------------------------------
     def apply(self) -> str:
+        return apply_edits(self.script.text, self.edits(), self.script.layout.heredocs)
+
+    def edits(self) -> list[tuple[int, int, str, int]]:
+        """Every change as (start, end, new text, order), positions in the script's text: a caller
+        that parsed a same-length stand-in (a Dockerfile's view) applies them to the real text."""
         text = self.script.text
         edits = list(self._edits)
         deleted = list(self._deleted.values())
@@ -1005,7 +1015,7 @@ class ShellEdits:
                 block = block[: -len(self.newline)]
             edits.append((position, position, block, 1))
         edits += [(*edit, 2) for edit in deleted]
-        return _apply_edits(text, edits, self.script.layout.heredocs)
+        return edits
 
 
 def _empties_block(view: str, start: int, end: int) -> bool:
@@ -1087,7 +1097,7 @@ class EditConflict(Exception):
     """Two edits touch the same text: a bug in a rule, never the user's script."""
 
 
-def _apply_edits(text: str, edits: list[tuple[int, int, str, int]], protected: list[tuple[int, int]]) -> str:
+def apply_edits(text: str, edits: list[tuple[int, int, str, int]], protected: list[tuple[int, int]]) -> str:
     out = []
     position = 0
     seen = set()

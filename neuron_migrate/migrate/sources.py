@@ -166,6 +166,7 @@ _ADAPTER_HOMES = {
     "pyproject": "neuron_migrate.migrate.requirements:rewrite_pyproject",
     "setup_cfg": "neuron_migrate.migrate.requirements:rewrite_setup_cfg",
     "conda_env": "neuron_migrate.migrate.requirements:rewrite_conda_env",
+    "dockerfile": "neuron_migrate.migrate.dockerfile:rewrite_dockerfile",
 }
 
 

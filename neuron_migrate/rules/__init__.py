@@ -21,6 +21,7 @@ FAMILIES = (
     "launch_scripts",
     "requirements",
     "notebooks",
+    "dockerfiles",
 )
 
 # Modules (and single APIs) that exist only on the legacy stack: imports of them are removed once

@@ -25,7 +25,14 @@ FAMILIES = {
 }
 
 # RuleMeta.kind -> the language of its example's code fences ("text" for the others)
-FENCE_LANGUAGES = {"python": "python", "shell": "bash", "notebook": "json", "pyproject": "toml", "conda_env": "yaml"}
+FENCE_LANGUAGES = {
+    "python": "python",
+    "shell": "bash",
+    "notebook": "json",
+    "pyproject": "toml",
+    "conda_env": "yaml",
+    "dockerfile": "dockerfile",
+}
 
 SAFETY_MEANING = {
     "safe": "applied; the behaviour is the same",
@@ -108,6 +115,7 @@ EXAMPLE_FILES = {
     "pyproject": "pyproject.toml",
     "setup_cfg": "setup.cfg",
     "conda_env": "environment.yml",
+    "dockerfile": "Dockerfile",
 }
 
 

@@ -917,7 +917,7 @@ def legacy_names(text: str) -> list[str]:
     found: list[str] = []
     for match in _NAME.finditer(text):
         name = match.group(0)
-        if name not in found and (classify_env_var(name) is not None or name in _legacy_words()):
+        if name not in found and (classify_env_var(name, text) is not None or name in _legacy_words()):
             found.append(name)
     return found
 

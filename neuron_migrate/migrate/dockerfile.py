@@ -1,0 +1,231 @@
+"""Dockerfiles: the shell rules on ``RUN`` and ``ENV``, and TODOs for what only a human can change.
+
+A Dockerfile is not shell, but the parts of it that carry the legacy stack mostly are: a shell-form
+``RUN`` is a shell command (``pip install torch-neuronx==2.1.* torch-xla``) and ``ENV A=1 B=2`` reads
+like shell assignments. The adapter builds a view of the file of the same length in which
+
+- the ``RUN`` keyword (with its ``--mount=...`` flags) and the ``ENV`` keyword become spaces,
+- every other instruction becomes comment lines, and a comment line inside a continued ``RUN``
+  becomes a bare continuation (Docker drops those lines; the shell must not end the command there),
+
+runs the shell rules (:mod:`~neuron_migrate.rules.launch_scripts`) on that view, and applies their
+edits to the real text: positions in the view are positions in the file. An ``export X=1`` line a
+rule inserts becomes ``ENV X=1``.
+
+What the view hides is read by the Dockerfile rules (:mod:`~neuron_migrate.rules.dockerfiles`)
+instead: a base image of the XLA era (NM521), and any other instruction that names a legacy
+variable, command or package (NM520), get a TODO marker above them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from neuron_migrate.migrate.shell import ShellEdits, ShellScript, apply_edits
+from neuron_migrate.migrate.write import unified_diff
+from neuron_migrate.report.model import CHANGED, FAILED, UNCHANGED
+from neuron_migrate.suppress import suppressed_lines
+
+if TYPE_CHECKING:
+    from neuron_migrate.migrate.engine import RulePlan
+    from neuron_migrate.migrate.sources import Outcome
+
+__all__ = ["Dockerfile", "Instruction", "rewrite_dockerfile"]
+
+_KEYWORD = re.compile(r"[ \t]*([A-Za-z]+)")
+_RUN_FLAGS = re.compile(r"(?:[ \t]+--[^\s]+)*[ \t]*")
+_HEREDOC = re.compile(r"<<(-?)[\"']?([A-Za-z_][\w.-]*)[\"']?")
+_ESCAPE_DIRECTIVE = re.compile(r"#[ \t]*escape[ \t]*=[ \t]*`", re.IGNORECASE)
+_BOM = "\ufeff"
+
+
+class DockerfileError(ValueError):
+    """A Dockerfile this adapter does not read the way Docker would."""
+
+
+@dataclass
+class Instruction:
+    keyword: str  # upper case
+    lines: list[tuple[int, int]]  # physical lines as (start, end), end before the newline
+    # How the view shows it: "shell" (a shell-form RUN), "env" (ENV NAME=value ...) or "hidden".
+    form: str = "hidden"
+    body_start: int = 0  # "shell" / "env": where the text the shell rules read begins
+
+    @property
+    def start(self) -> int:
+        return self.lines[0][0]
+
+    @property
+    def end(self) -> int:
+        return self.lines[-1][1]
+
+
+@dataclass
+class Dockerfile:
+    text: str
+    instructions: list[Instruction] = field(default_factory=list)
+    view: str = ""
+
+    @classmethod
+    def parse(cls, text: str) -> Dockerfile:
+        lines = _physical_lines(text)
+        if any(_ESCAPE_DIRECTIVE.match(text[s:e]) for s, e in lines[:5]):
+            raise DockerfileError("1:1: the escape=` parser directive is not supported; file left unchanged")
+        dockerfile = cls(text, _instructions(text, lines))
+        dockerfile.view = _view(text, dockerfile.instructions)
+        return dockerfile
+
+
+def _physical_lines(text: str) -> list[tuple[int, int]]:
+    out, start = [], 0
+    for match in re.finditer(r"\r?\n", text):
+        out.append((start, match.start()))
+        start = match.end()
+    if start < len(text):
+        out.append((start, len(text)))
+    return out
+
+
+def _instructions(text: str, lines: list[tuple[int, int]]) -> list[Instruction]:
+    out: list[Instruction] = []
+    i = 0
+    while i < len(lines):
+        start, end = lines[i]
+        stripped = text[start:end].strip()
+        if not stripped or stripped.startswith("#"):
+            i += 1
+            continue
+        j = _continuation_end(text, lines, i)
+        j = _heredoc_end(text, lines, i, j)
+        keyword = _KEYWORD.match(text, start)
+        out.append(Instruction(keyword.group(1).upper() if keyword else "", lines[i : j + 1]))
+        i = j + 1
+    return out
+
+
+def _continuation_end(text: str, lines: list[tuple[int, int]], first: int) -> int:
+    """The last line of the instruction starting on line ``first``: a line ending in ``\\`` goes on,
+    and comment and blank lines inside an instruction neither end nor continue it."""
+    last = first
+    going_on = text[lines[first][0] : lines[first][1]].rstrip().endswith("\\")
+    while going_on and last + 1 < len(lines):
+        last += 1
+        line = text[lines[last][0] : lines[last][1]].strip()
+        if line and not line.startswith("#"):
+            going_on = line.endswith("\\")
+    return last
+
+
+def _heredoc_end(text: str, lines: list[tuple[int, int]], first: int, last: int) -> int:
+    """The last line of an instruction whose lines ``first..last`` open heredocs (``RUN <<EOF``)."""
+    head = " ".join(text[s:e] for s, e in lines[first : last + 1])
+    for match in _HEREDOC.finditer(head):
+        strip, delimiter = match.group(1), match.group(2)
+        while last + 1 < len(lines):
+            last += 1
+            line = text[lines[last][0] : lines[last][1]]
+            if (line.lstrip("\t") if strip else line) == delimiter:
+                break
+    return last
+
+
+def _view(text: str, instructions: list[Instruction]) -> str:
+    view = list(text)
+    for instruction in instructions:
+        _classify(text, instruction)
+        if instruction.form == "hidden":
+            for start, end in instruction.lines:
+                if end > start:
+                    view[start] = "#"
+            continue
+        for k in range(instruction.start, instruction.body_start):
+            view[k] = " "
+        for start, end in instruction.lines[1:]:
+            # Docker drops comment lines inside an instruction; for the shell they would end it.
+            if text[start:end].lstrip().startswith("#"):
+                view[start:end] = [" "] * (end - start - 1) + ["\\"]
+    return "".join(view)
+
+
+def _classify(text: str, instruction: Instruction) -> None:
+    keyword_end = _KEYWORD.match(text, instruction.start).end()
+    if instruction.keyword == "RUN":
+        body = _RUN_FLAGS.match(text, keyword_end).end()
+        first_line = text[instruction.start : instruction.lines[0][1]]
+        if text[body : body + 1] not in ("[", "") and not _HEREDOC.search(first_line):
+            instruction.form, instruction.body_start = "shell", body
+    elif instruction.keyword == "ENV":
+        # ENV NAME=value ... reads as shell assignments; the old ENV NAME value form does not.
+        assignment = re.compile(r"[ \t]+([A-Za-z_][A-Za-z0-9_]*)=").match(text, keyword_end)
+        if assignment:
+            instruction.form, instruction.body_start = "env", assignment.start(1)
+
+
+# ----- the adapter --------------------------------------------------------------------------------------------
+
+
+def migrate_dockerfile_text(text: str, path: str, plan: RulePlan, *, no_comments: bool = False):
+    """The migrated text and the findings of one Dockerfile."""
+    from neuron_migrate.rules.dockerfiles import apply_dockerfile_rules
+    from neuron_migrate.rules.launch_scripts import apply_rules
+
+    dockerfile = Dockerfile.parse(text)
+    script = ShellScript(dockerfile.view, path)
+    edits = ShellEdits(script, {rule.meta.id for rule in plan.index.rules}, no_comments, None)
+    _ignore_comments_above(dockerfile, edits)
+    apply_rules(script, edits, plan)
+    apply_dockerfile_rules(dockerfile, edits)
+    changes = [_as_instruction(edit) for edit in edits.edits()]
+    return apply_edits(text, changes, script.layout.heredocs), edits.findings
+
+
+def _ignore_comments_above(dockerfile: Dockerfile, edits: ShellEdits) -> None:
+    """Most instructions cannot carry a trailing comment (``ENV`` and ``ARG`` would take it as part of
+    the value), so an ignore comment on its own line applies to the instruction below it."""
+    marks = suppressed_lines(dockerfile.text)
+    if not marks:
+        return
+    text = dockerfile.text
+    for instruction in dockerfile.instructions:
+        first = text.count("\n", 0, instruction.start) + 1
+        above = text[text.rfind("\n", 0, max(instruction.start - 1, 0)) + 1 : instruction.start].strip()
+        if first - 1 in marks and above.startswith("#"):
+            last = first + text.count("\n", instruction.start, instruction.end)
+            edits.suppress(range(first, last + 1), marks[first - 1])
+
+
+def _as_instruction(edit: tuple[int, int, str, int]) -> tuple[int, int, str, int]:
+    """A line a shell rule inserts (``export X=1``) as the Dockerfile instruction it stands for."""
+    start, end, new, order = edit
+    if start != end:
+        return edit
+    # Inserted lines take the indentation of the view, where a masked keyword is blank: a Dockerfile
+    # instruction or comment starts the line.
+    lines = [line.lstrip(" \t") for line in new.splitlines(keepends=True)]
+    lines = ["ENV " + line[len("export ") :] if line.startswith("export ") else line for line in lines]
+    return (start, end, "".join(lines), order)
+
+
+def rewrite_dockerfile(data: bytes, path: str, plan: RulePlan, no_comments: bool) -> Outcome:
+    """One Dockerfile. Never raises for a problem with the file: that becomes a failed outcome and
+    the file is left as it is."""
+    from neuron_migrate.migrate.sources import Outcome
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        return Outcome(FAILED, error=f"{path}:{line}: byte {data[exc.start]:#04x} is not valid UTF-8; file left unchanged")
+    try:
+        bom = _BOM if text.startswith(_BOM) else ""
+        body = text[len(bom) :]
+        new, findings = migrate_dockerfile_text(body, path, plan, no_comments=no_comments)
+        if new == body:
+            return Outcome(UNCHANGED, None, findings)
+        return Outcome(CHANGED, (bom + new).encode("utf-8"), findings, diff=unified_diff(body, new, path))
+    except DockerfileError as exc:
+        return Outcome(FAILED, error=f"{path}:{exc}")
+    except Exception as exc:  # noqa: BLE001 - a bug in a rule must cost one file, not the whole run
+        return Outcome(FAILED, error=f"{path}: internal error, file left unchanged: {type(exc).__name__}: {exc}")

@@ -1,0 +1,141 @@
+"""Dockerfiles: shell-form RUN and ENV through the shell rules, TODOs for the rest, byte fidelity.
+
+Fixtures: ``fixtures/dockerfile/<ID>/<case>.before.Dockerfile`` with ``<case>.after.Dockerfile``
+(every rule on), ``<case>.noop.Dockerfile`` for files that must come out byte-identical.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import FIXTURES
+
+from neuron_migrate.config import load_config
+from neuron_migrate.migrate.discover import kind_of
+from neuron_migrate.migrate.dockerfile import Dockerfile, rewrite_dockerfile
+from neuron_migrate.migrate.runner import run
+from neuron_migrate.report.model import CHANGED, FAILED, UNCHANGED
+from neuron_migrate.rules.dockerfiles import legacy_image
+from neuron_migrate.rules.launch_scripts import ASYNC_LOAD
+
+DOCKERFILES = FIXTURES / "dockerfile"
+PAIRS = sorted(DOCKERFILES.glob("*/*.before.Dockerfile"))
+NOOPS = sorted(DOCKERFILES.glob("*/*.noop.Dockerfile"))
+
+
+def _id(path):
+    return f"{path.parent.name}/{path.name.split('.')[0]}"
+
+
+def rewrite(text: str, plan, path: str = "Dockerfile"):
+    return rewrite_dockerfile(text.encode(), path, plan, False)
+
+
+@pytest.mark.parametrize("before", PAIRS, ids=_id)
+def test_fixture_rewrites_to_expected(before, plan):
+    after = before.with_name(before.name.replace(".before.", ".after."))
+    outcome = rewrite_dockerfile(before.read_bytes(), str(before), plan, False)
+    assert outcome.status == CHANGED, outcome.error
+    assert outcome.output == after.read_bytes()
+    assert any(f.rule == before.parent.name for f in outcome.findings)
+    assert rewrite_dockerfile(outcome.output, str(before), plan, False).status == UNCHANGED
+
+
+@pytest.mark.parametrize("noop", NOOPS, ids=_id)
+def test_noop_fixture_is_untouched(noop, plan):
+    outcome = rewrite_dockerfile(noop.read_bytes(), str(noop), plan, False)
+    assert outcome.status == UNCHANGED, outcome.diff
+    assert outcome.findings == []
+
+
+@pytest.mark.parametrize(
+    "name, kind",
+    [
+        ("Dockerfile", "dockerfile"), ("Dockerfile.train", "dockerfile"), ("train.Dockerfile", "dockerfile"),
+        ("Containerfile", "dockerfile"), ("dockerfile", "dockerfile"), ("docker-compose.yml", None),
+        ("Dockerfile.py", "python"), ("notes.dockerfile.md", None),
+    ],
+)  # fmt: skip
+def test_dockerfiles_are_found_by_name(name, kind):
+    assert kind_of(name) == kind
+
+
+def test_the_view_keeps_every_position():
+    text = (FIXTURES / "dockerfile" / "NM521" / "training.before.Dockerfile").read_text()
+    view = Dockerfile.parse(text).view
+    assert len(view) == len(text)
+    assert [i for i, c in enumerate(view) if c == "\n"] == [i for i, c in enumerate(text) if c == "\n"]
+    # A shell-form RUN keeps its command, a continued comment line keeps the command going.
+    assert "    pip install --extra-index-url" in view and "\n                       \\\n" in view
+
+
+def test_an_inserted_export_becomes_an_env_instruction(plan):
+    text = "FROM base\nRUN torchrun --nproc_per_node 2 train.py --output_dir out --learning_rate 1e-4\n"
+    outcome = rewrite(text, plan)
+    assert outcome.output.decode() == f"FROM base\nENV {ASYNC_LOAD}=1\n" + text.split("\n", 1)[1]
+
+
+def test_a_deleted_env_keeps_the_other_assignments(plan):
+    text = "FROM base\nENV PJRT_DEVICE=NEURON \\\n    HF_HOME=/cache\n"
+    assert rewrite(text, plan).output.decode() == "FROM base\nENV HF_HOME=/cache\n"
+    text = "FROM base\nENV PJRT_DEVICE=NEURON\nRUN --mount=type=cache,target=/c pip install libneuronxla\n"
+    assert rewrite(text, plan).output.decode() == "FROM base\n"
+
+
+def test_crlf_and_bom_survive(plan):
+    text = "FROM base\r\nENV PJRT_DEVICE=NEURON\r\nRUN pip install torch-xla\r\n"
+    outcome = rewrite_dockerfile(("\ufeff" + text).encode(), "Dockerfile", plan, False)
+    assert outcome.output.decode() == "\ufeffFROM base\r\nRUN pip install 'torch>=2.13'\r\n"
+
+
+def test_bad_input_is_reported_and_left_untouched(plan, monkeypatch):
+    escape = rewrite("# escape=`\nFROM base\nENV PJRT_DEVICE=NEURON\n", plan)
+    assert escape.status == FAILED and "escape" in escape.error and escape.output is None
+    broken = rewrite_dockerfile(b"FROM base\nENV X=\xff\n", "Dockerfile", plan, False)
+    assert broken.status == FAILED and "Dockerfile:2" in broken.error
+
+    def explode(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("neuron_migrate.rules.dockerfiles.apply_dockerfile_rules", explode)
+    failed = rewrite("FROM base\nENV PJRT_DEVICE=NEURON\n", plan)
+    assert failed.status == FAILED and "internal error" in failed.error
+
+
+@pytest.mark.parametrize(
+    "image, legacy",
+    [
+        ("public.ecr.aws/neuron/pytorch-training-neuronx:2.1.2-neuronx-py310-sdk2.20.0-ubuntu20.04", "PyTorch 2.1"),
+        ("763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-inference-neuronx:1.13.1-neuronx-py310", "PyTorch 1.13"),
+        ("huggingface/optimum-neuron:latest", "optimum-neuron"),
+        ("public.ecr.aws/neuron/pytorch-training-neuronx:2.14.0-neuronx-py312-sdk2.33.0", None),
+        ("pytorch/pytorch:2.1.2-cuda12.1-cudnn8-runtime", None),
+        ("localhost:5000/neuron-base", None),
+    ],
+)
+def test_legacy_images(image, legacy):
+    assert legacy_image(image) == legacy
+
+
+def test_the_pipeline_rewrites_dockerfiles_next_to_the_code(tmp_path):
+    (tmp_path / "Dockerfile").write_text("FROM base\nENV PJRT_DEVICE=NEURON\n")
+    (tmp_path / "train.py").write_text("import torch\n")
+    report = run([tmp_path], load_config([tmp_path], jobs=1), mode="write")
+    assert report.count(CHANGED) == 1
+    assert (tmp_path / "Dockerfile").read_text() == "FROM base\n"
+
+
+def test_an_ignore_comment_above_an_instruction_applies_to_all_of_it(plan):
+    text = (
+        "FROM base\n"
+        "# neuron-migrate: ignore[NM501]\n"
+        "ENV PJRT_DEVICE=NEURON \\\n"
+        "    XLA_FLAGS=--xla_dump_to=/tmp/d\n"
+        "# neuron-migrate: ignore\n"
+        "ARG XLA_USE_BF16=1\n"
+        "ENV PJRT_DEVICE=NEURON\n"
+    )
+    outcome = rewrite(text, plan)
+    assert outcome.output.decode() == text.removesuffix("ENV PJRT_DEVICE=NEURON\n")
+    assert sorted((f.rule, f.span.line, f.suppressed) for f in outcome.findings) == [
+        ("NM501", 3, True), ("NM501", 4, True), ("NM501", 7, False), ("NM520", 6, True),
+    ]  # fmt: skip
