@@ -10,6 +10,7 @@ from neuron_migrate.rules.base import get_rule
 from neuron_migrate.rules.env_vars import (
     BY_HAND,
     DELETE,
+    DELETE_BY_HAND,
     ENV_VARS,
     KEEP,
     RENAME,
@@ -28,8 +29,8 @@ CC_FLAGS = ENV_VARS["NEURON_CC_FLAGS"].drop_flags
         ("PT_XLA_DEBUG_LEVEL", "NM501", DELETE),
         ("XLA_SAVE_TENSORS_FMT", "NM501", DELETE),
         ("XLA_SOMETHING_NEW", "NM501", BY_HAND),
-        ("XLA_USE_BF16", "NM502", BY_HAND),
-        ("XLA_DOWNCAST_BF16", "NM502", BY_HAND),
+        ("XLA_USE_BF16", "NM502", DELETE_BY_HAND),
+        ("XLA_DOWNCAST_BF16", "NM502", DELETE_BY_HAND),
         ("NEURON_FRAMEWORK_DEBUG", "NM503", RENAME),
         ("XLA_USE_32BIT_LONG", "NM505", BY_HAND),
     ],
