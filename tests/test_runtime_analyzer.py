@@ -201,6 +201,28 @@ def test_exit_status_and_failures_of_the_script(tmp_path):
     assert sys.argv[0] != str(crashes)
 
 
+def test_a_script_outside_torchrun_runs_as_one_torchrun_process(tmp_path, monkeypatch):
+    script = tmp_path / "ddp.py"
+    script.write_text(
+        "import os, sys\nimport torch.distributed as dist\n"
+        "dist.init_process_group('gloo')\n"
+        "ok = (dist.get_rank(), dist.get_world_size(), os.environ['LOCAL_RANK']) == (0, 1, '0')\n"
+        "dist.destroy_process_group()\nsys.exit(0 if ok else 5)\n"
+    )
+    for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    result = analyze_script(str(script), emulate=False)
+    assert result.exit_code == 0, result.notes
+    assert any("one torchrun process" in note for note in result.notes)
+    assert "RANK" not in __import__("os").environ  # put back as it was
+    # Launched by torchrun already: its environment is left alone.
+    monkeypatch.setenv("RANK", "3")
+    plain = tmp_path / "plain.py"
+    plain.write_text("import os, sys\nsys.exit(0 if os.environ['RANK'] == '3' else 5)\n")
+    result = analyze_script(str(plain), emulate=False)
+    assert result.exit_code == 0 and not any("torchrun" in note for note in result.notes)
+
+
 # ----- watch() used directly -----
 def scale(x, factor):
     return x * factor
