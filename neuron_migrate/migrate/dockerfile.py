@@ -23,9 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from neuron_migrate.migrate.shell import ShellEdits, ShellScript, apply_edits
-from neuron_migrate.migrate.write import unified_diff
-from neuron_migrate.report.model import CHANGED, FAILED, UNCHANGED
+from neuron_migrate.migrate.shell import ShellEdits, ShellScript, apply_edits, rewrite_utf8_text
 from neuron_migrate.suppress import suppressed_lines
 
 if TYPE_CHECKING:
@@ -38,7 +36,6 @@ _KEYWORD = re.compile(r"[ \t]*([A-Za-z]+)")
 _RUN_FLAGS = re.compile(r"(?:[ \t]+--[^\s]+)*[ \t]*")
 _HEREDOC = re.compile(r"<<(-?)[\"']?([A-Za-z_][\w.-]*)[\"']?")
 _ESCAPE_DIRECTIVE = re.compile(r"#[ \t]*escape[ \t]*=[ \t]*`", re.IGNORECASE)
-_BOM = "\ufeff"
 
 
 class DockerfileError(ValueError):
@@ -211,21 +208,6 @@ def _as_instruction(edit: tuple[int, int, str, int]) -> tuple[int, int, str, int
 def rewrite_dockerfile(data: bytes, path: str, plan: RulePlan, no_comments: bool) -> Outcome:
     """One Dockerfile. Never raises for a problem with the file: that becomes a failed outcome and
     the file is left as it is."""
-    from neuron_migrate.migrate.sources import Outcome
-
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        return Outcome(FAILED, error=f"{path}:{line}: byte {data[exc.start]:#04x} is not valid UTF-8; file left unchanged")
-    try:
-        bom = _BOM if text.startswith(_BOM) else ""
-        body = text[len(bom) :]
-        new, findings = migrate_dockerfile_text(body, path, plan, no_comments=no_comments)
-        if new == body:
-            return Outcome(UNCHANGED, None, findings)
-        return Outcome(CHANGED, (bom + new).encode("utf-8"), findings, diff=unified_diff(body, new, path))
-    except DockerfileError as exc:
-        return Outcome(FAILED, error=f"{path}:{exc}")
-    except Exception as exc:  # noqa: BLE001 - a bug in a rule must cost one file, not the whole run
-        return Outcome(FAILED, error=f"{path}: internal error, file left unchanged: {type(exc).__name__}: {exc}")
+    return rewrite_utf8_text(
+        data, path, lambda body: migrate_dockerfile_text(body, path, plan, no_comments=no_comments), (DockerfileError,)
+    )

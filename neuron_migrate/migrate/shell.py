@@ -27,6 +27,8 @@ from neuron_migrate.report.model import CHANGED, FAILED, INFO, MANUAL, REVIEW, S
 from neuron_migrate.suppress import is_suppressed, suppressed_lines
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from neuron_migrate.migrate.engine import RulePlan
     from neuron_migrate.migrate.sources import Outcome
     from neuron_migrate.rules.base import RuleMeta
@@ -1148,6 +1150,24 @@ _BOM = "\ufeff"
 def rewrite_shell(data: bytes, path: str, plan: RulePlan, no_comments: bool) -> Outcome:
     """One shell script. Never raises for a problem with the file: that becomes a failed outcome
     and the file is left as it is."""
+
+    def migrate(body: str) -> tuple[str, list[Finding]]:
+        result = migrate_shell_text(body, path, plan, no_comments=no_comments)
+        return result.text, result.findings
+
+    return rewrite_utf8_text(data, path, migrate)
+
+
+def rewrite_utf8_text(
+    data: bytes,
+    path: str,
+    migrate: Callable[[str], tuple[str, list[Finding]]],
+    refused: tuple[type[Exception], ...] = (),
+) -> Outcome:
+    """The outcome of ``migrate`` (text -> new text and findings) on a UTF-8 file, its BOM kept.
+    Undecodable bytes, a ``refused`` error (a file the format's reader will not take; its message
+    starts with the position) and a bug in a rule each become a failed outcome that leaves the file
+    as it is."""
     from neuron_migrate.migrate.sources import Outcome
 
     try:
@@ -1161,12 +1181,13 @@ def rewrite_shell(data: bytes, path: str, plan: RulePlan, no_comments: bool) -> 
     try:
         bom = _BOM if text.startswith(_BOM) else ""
         body = text[len(bom) :]
-        result = migrate_shell_text(body, path, plan, no_comments=no_comments)
-        if result.text == body:
-            return Outcome(UNCHANGED, None, result.findings)
-        diff = unified_diff(body, result.text, path)
-        return Outcome(CHANGED, (bom + result.text).encode("utf-8"), result.findings, diff=diff)
+        new, findings = migrate(body)
+        if new == body:
+            return Outcome(UNCHANGED, None, findings)
+        return Outcome(CHANGED, (bom + new).encode("utf-8"), findings, diff=unified_diff(body, new, path))
     except RecursionError:
         return Outcome(FAILED, error=f"{path}: nested too deeply to parse; file left unchanged")
+    except refused as exc:
+        return Outcome(FAILED, error=f"{path}:{exc}")
     except Exception as exc:  # noqa: BLE001 - a bug in a rule must cost one file, not the whole run
         return Outcome(FAILED, error=f"{path}: internal error, file left unchanged: {type(exc).__name__}: {exc}")
