@@ -97,7 +97,9 @@ def _instructions(text: str, lines: list[tuple[int, int]]) -> list[Instruction]:
         j = _continuation_end(text, lines, i)
         j = _heredoc_end(text, lines, i, j)
         keyword = _KEYWORD.match(text, start)
-        out.append(Instruction(keyword.group(1).upper() if keyword else "", lines[i : j + 1]))
+        instruction = Instruction(keyword.group(1).upper() if keyword else "", lines[i : j + 1])
+        _classify(text, instruction)
+        out.append(instruction)
         i = j + 1
     return out
 
@@ -131,7 +133,6 @@ def _heredoc_end(text: str, lines: list[tuple[int, int]], first: int, last: int)
 def _view(text: str, instructions: list[Instruction]) -> str:
     view = list(text)
     for instruction in instructions:
-        _classify(text, instruction)
         if instruction.form == "hidden":
             for start, end in instruction.lines:
                 if end > start:
@@ -147,6 +148,7 @@ def _view(text: str, instructions: list[Instruction]) -> str:
 
 
 def _classify(text: str, instruction: Instruction) -> None:
+    """Set how the view shows ``instruction``: its form, and where the shell text starts."""
     keyword_end = _KEYWORD.match(text, instruction.start).end()
     if instruction.keyword == "RUN":
         body = _RUN_FLAGS.match(text, keyword_end).end()
