@@ -53,7 +53,7 @@ def audit(paths: Sequence[Path | str], config: Config, progress=None) -> Report:
     files = {t.path: FileResult(t.path) for t in tasks}
 
     outcomes = parallel.map_in_order(scan_file, tasks, config.workers, _no_setup)
-    for done, (task, outcome) in enumerate(zip(tasks, outcomes), start=1):
+    for done, (task, outcome) in enumerate(zip(tasks, outcomes, strict=True), start=1):  # strict: see runner.run
         files[task.path].findings.extend(f for f in outcome.findings if selected(f.rule, config.select, config.ignore))
         if outcome.error:
             files[task.path].status = FAILED

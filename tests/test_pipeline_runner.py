@@ -223,3 +223,25 @@ def test_runs_are_deterministic(project):
 def test_unknown_mode_is_rejected(project):
     with pytest.raises(ValueError, match="mode"):
         run([project], load_config([project]), mode="apply")
+
+
+def test_the_pool_is_shut_down_and_waited_for_before_the_run_returns(tmp_path, monkeypatch):
+    # A pool still shutting down when the interpreter exits races with its own clean-up on
+    # Python 3.11 ("OSError: Bad file descriptor" at exit), so a run must leave no pool behind.
+    from concurrent.futures import ProcessPoolExecutor
+
+    calls = []
+    real = ProcessPoolExecutor.shutdown
+
+    def recording(self, wait=True, *, cancel_futures=False):
+        calls.append(wait)
+        return real(self, wait=wait, cancel_futures=cancel_futures)
+
+    monkeypatch.setattr(ProcessPoolExecutor, "shutdown", recording)
+    for i in range(6):
+        (tmp_path / f"train{i}.py").write_text(LEGACY)
+    from neuron_migrate import audit
+
+    run([tmp_path], load_config([tmp_path], jobs=2, cache=False), mode="check")
+    audit.audit([tmp_path], load_config([tmp_path], jobs=2, cache=False))
+    assert calls and all(calls), calls

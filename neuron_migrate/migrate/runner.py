@@ -62,7 +62,9 @@ def run(
         init_args = (tuple(config.select), tuple(config.ignore), config.no_comments)
         outcomes = parallel.map_in_order(process, tasks, config.workers, init_worker, init_args)
         try:
-            for task, outcome in zip(tasks, outcomes):
+            # strict: after the last task the pool is asked for one more result, which lets it shut down
+            # cleanly (a pool left running at exit races with the interpreter's own clean-up on 3.11).
+            for task, outcome in zip(tasks, outcomes, strict=True):
                 results.settle(task, outcome)
         except parallel.WorkerDied:
             results.fail_unsettled(tasks, "a worker process died while rewriting; rerun with --jobs 1 to see why")
