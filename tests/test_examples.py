@@ -106,3 +106,25 @@ def test_rewrite_migrates_the_example_in_one_run(tmp_path):
 
     assert second.returncode == 0, second.stdout + second.stderr
     assert _snapshot(project) == after
+
+
+@pytest.mark.slow
+def test_the_migrated_example_trains_on_the_emulated_device_with_no_hand_edits(tmp_path):
+    # What the rewrite leaves is review markers, the compatibility shim, and NM502's TODO (the
+    # bf16 switch of run.sh): none of it stops the program. `audit --run` starts it as one
+    # torchrun process on the emulated device and reports what would recompile or sync.
+    pytest.importorskip("torch")
+    project = _copy_example(tmp_path)
+    env = _env(ROOT)
+    assert _run(["-m", "neuron_migrate", "rewrite", str(project)], cwd=tmp_path, env=env).returncode == 1
+    code = (project / "train.py").read_text()
+    assert 'inputs, labels = inputs.to("neuron"), labels.to("neuron")' in code
+    assert "TODO(neuron-migrate" not in code
+
+    run = _run(
+        ["-m", "neuron_migrate", "audit", "--run", "train.py", "--format", "json", "--", "--epochs", "1"],
+        cwd=project, env=env, timeout=600,
+    )  # fmt: skip
+    assert "epoch 1 eval accuracy" in run.stdout + run.stderr, run.stdout[-2000:] + run.stderr[-3000:]
+    assert "the script exited" not in run.stderr
+    assert (project / "checkpoints" / "epoch-1.pt").exists()

@@ -165,3 +165,20 @@ def test_openxla_backend_needs_no_torch_xla_import(migrate):
     source = "import torch\n\nm = torch.compile(model, backend='openxla_eval')\n"
     result = migrate(source)
     assert "m = torch.compile(model, backend='neuron', fullgraph=True)\n" in result.code
+
+
+@pytest.mark.parametrize("device, moved", [("xm.xla_device()", True), ("xm.xla_device(1)", False)])
+def test_a_loop_out_of_the_devices_scope_uses_the_neuron_device_when_it_was_the_default(migrate, device, moved):
+    source = (
+        "import torch_xla.core.xla_model as xm\n"
+        "import torch_xla.distributed.parallel_loader as pl\n\n\n"
+        "def consume(loader):\n"
+        "    for x, y in loader:\n"
+        "        print(x, y)\n\n\n"
+        "def feed(loader):\n"
+        f"    device = {device}\n"
+        "    consume(pl.MpDeviceLoader(loader, device))\n"
+    )
+    code = migrate(source).code
+    assert ('\n        x, y = x.to("neuron"), y.to("neuron")\n' in code) == moved
+    assert ("# TODO(neuron-migrate NM140): move the batch" in code) != moved

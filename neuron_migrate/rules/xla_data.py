@@ -30,6 +30,7 @@ from neuron_migrate.rules.calls import (
     receiver,
     spread_arguments,
 )
+from neuron_migrate.rules.xla_device import XLA_DEVICE_CALLS
 from neuron_migrate.rules.xla_step import DOCS_DISTRIBUTED, DOCS_EAGER, source_text
 
 DOCS_WHAT_CHANGES = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
@@ -56,6 +57,12 @@ PASS_THROUGH = {
 MAX_HOPS = 4
 
 LOOP_MESSAGE = "batch moved to the device here, as {loader} did; check tensors nested deeper in the batch are moved too"
+# The loader's device was the process's default XLA device, which becomes the process's NeuronCore:
+# a loop where that variable is out of scope can name the device itself.
+NEURON_DEVICE = '"neuron"'
+DEFAULT_DEVICE_NOTE = (
+    '; "neuron" is the NeuronCore of this process, the device {loader} was given (that variable is not in scope here)'
+)
 FOUND_MESSAGE = "{loader} removed: the loops over it move each batch to the device, without background prefetch"
 NOT_FOUND_MESSAGE = (
     "{loader} removed: move each batch to the device where `{name}` is iterated, e.g. `batch = batch.to({device})`"
@@ -277,7 +284,9 @@ class FileIndex:
             kind, names = _batch_plan(target, loop.body)
             plan = LoopPlan(loop, unique, kind, names)
             plan.clear = kind is not None and all(
-                site.device is not None and self._visible(code_of(site.device), loop) for site in unique
+                site.device is not None
+                and (self._visible(code_of(site.device), loop) or self.is_default_device(site.device, 0))
+                for site in unique
             )
             self.loops[id(loop)] = plan
 
@@ -335,7 +344,21 @@ class FileIndex:
         if len(codes) != 1:
             return None
         device = codes.pop()
-        return device if self._visible(device, plan.node) else None
+        if self._visible(device, plan.node):
+            return device
+        if all(site.device is not None and self.is_default_device(site.device, 0) for site in plan.sites):
+            return NEURON_DEVICE
+        return None
+
+    def is_default_device(self, expr: cst.BaseExpression, hops: int) -> bool:
+        """Whether ``expr`` is ``xm.xla_device()`` / ``torch_xla.device()`` without an index, or a
+        variable that only ever holds one."""
+        if isinstance(expr, cst.Call):
+            return not expr.args and any(self._has(expr, qname) for qname in XLA_DEVICE_CALLS)
+        if not isinstance(expr, cst.Name) or hops > MAX_HOPS:
+            return False
+        values = [self.scan.assigned.get(id(node)) for node in self.referents(expr)]
+        return bool(values) and all(v is not None and self.is_default_device(v, hops + 1) for v in values)
 
     def _visible(self, code: str, loop: cst.For) -> bool:
         scope = self.scopes.get(loop.iter)
@@ -459,7 +482,8 @@ class _DeviceLoaderRule(Rule):
             example = plan.statement(shown).strip() if plan.kind else f"batch = batch.to({shown})"
             self.ctx.manual(original, UNCLEAR_LOOP_MESSAGE.format(example=example, loader=self.LOADER))
             return updated
-        self.ctx.review(LOOP_MESSAGE.format(loader=self.LOADER))
+        note = DEFAULT_DEVICE_NOTE.format(loader=self.LOADER) if device == NEURON_DEVICE else ""
+        self.ctx.review(LOOP_MESSAGE.format(loader=self.LOADER) + note)
         return _insert_first(updated, cst.parse_statement(plan.statement(device)))
 
     def _site_message(self, site: LoaderSite | None, device: str) -> str:
