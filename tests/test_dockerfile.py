@@ -139,3 +139,23 @@ def test_an_ignore_comment_above_an_instruction_applies_to_all_of_it(plan):
     assert sorted((f.rule, f.span.line, f.suppressed) for f in outcome.findings) == [
         ("NM501", 3, True), ("NM501", 4, True), ("NM501", 7, False), ("NM520", 6, True),
     ]  # fmt: skip
+
+
+def test_a_heredoc_script_is_shell_and_keeps_its_own_syntax(plan):
+    text = (
+        "FROM base\n"
+        "RUN <<EOF\n"
+        "export PJRT_DEVICE=NEURON\n"
+        "torchrun --nproc_per_node 2 train.py --output_dir out --learning_rate 1e-4\n"
+        "EOF\n"
+        "RUN <<EOF python3\n"
+        "import torch_xla\n"
+        "EOF\n"
+    )
+    new = rewrite(text, plan).output.decode()
+    # Inside the script an added variable stays an `export` line, not an ENV instruction.
+    assert new.startswith(f"FROM base\nRUN <<EOF\nexport {ASYNC_LOAD}=1\ntorchrun --nproc_per_node 2 train.py")
+    assert "PJRT_DEVICE" not in new
+    # A heredoc run by another interpreter is not shell: it gets a TODO and stays as written.
+    assert "# TODO(neuron-migrate NM520): this RUN instruction names torch_xla" in new
+    assert new.endswith("RUN <<EOF python3\nimport torch_xla\nEOF\n")

@@ -4,7 +4,8 @@ A Dockerfile is not shell, but the parts of it that carry the legacy stack mostl
 ``RUN`` is a shell command (``pip install torch-neuronx==2.1.* torch-xla``) and ``ENV A=1 B=2`` reads
 like shell assignments. The adapter builds a view of the file of the same length in which
 
-- the ``RUN`` keyword (with its ``--mount=...`` flags) and the ``ENV`` keyword become spaces,
+- the ``RUN`` keyword (with its ``--mount=...`` flags) and the ``ENV`` keyword become spaces, and so do
+  the ``RUN <<EOF`` line and the ``EOF`` line around a heredoc script,
 - every other instruction becomes comment lines, and a comment line inside a continued ``RUN``
   becomes a bare continuation (Docker drops those lines; the shell must not end the command there),
 
@@ -35,6 +36,8 @@ __all__ = ["Dockerfile", "Instruction", "rewrite_dockerfile"]
 _KEYWORD = re.compile(r"[ \t]*([A-Za-z]+)")
 _RUN_FLAGS = re.compile(r"(?:[ \t]+--[^\s]+)*[ \t]*")
 _HEREDOC = re.compile(r"<<(-?)[\"']?([A-Za-z_][\w.-]*)[\"']?")
+# RUN <<EOF alone on its line: the lines up to EOF are a shell script.
+_SCRIPT = re.compile(r"<<(-?)[\"']?([A-Za-z_][\w.-]*)[\"']?[ \t]*")
 _ESCAPE_DIRECTIVE = re.compile(r"#[ \t]*escape[ \t]*=[ \t]*`", re.IGNORECASE)
 
 
@@ -46,9 +49,11 @@ class DockerfileError(ValueError):
 class Instruction:
     keyword: str  # upper case
     lines: list[tuple[int, int]]  # physical lines as (start, end), end before the newline
-    # How the view shows it: "shell" (a shell-form RUN), "env" (ENV NAME=value ...) or "hidden".
+    # How the view shows it: "shell" (a shell-form RUN), "script" (RUN <<EOF with a shell script up to
+    # EOF), "env" (ENV NAME=value ...) or "hidden".
     form: str = "hidden"
-    body_start: int = 0  # "shell" / "env": where the text the shell rules read begins
+    body_start: int = 0  # "shell" / "script" / "env": where the text the shell rules read begins
+    body_end: int = 0  # "script": where it ends (the delimiter line starts there)
 
     @property
     def start(self) -> int:
@@ -138,8 +143,14 @@ def _view(text: str, instructions: list[Instruction]) -> str:
                 if end > start:
                     view[start] = "#"
             continue
-        for k in range(instruction.start, instruction.body_start):
+        # A script's first line (RUN <<EOF) is blanked up to its newline, which stays.
+        masked_to = instruction.lines[0][1] if instruction.form == "script" else instruction.body_start
+        for k in range(instruction.start, masked_to):
             view[k] = " "
+        if instruction.form == "script":
+            for k in range(instruction.body_end, instruction.end):
+                view[k] = " "
+            continue
         for start, end in instruction.lines[1:]:
             # Docker drops comment lines inside an instruction; for the shell they would end it.
             if text[start:end].lstrip().startswith("#"):
@@ -153,13 +164,24 @@ def _classify(text: str, instruction: Instruction) -> None:
     if instruction.keyword == "RUN":
         body = _RUN_FLAGS.match(text, keyword_end).end()
         first_line = text[instruction.start : instruction.lines[0][1]]
-        if text[body : body + 1] not in ("[", "") and not _HEREDOC.search(first_line):
+        script = _SCRIPT.fullmatch(text, body, instruction.lines[0][1])
+        if script and len(instruction.lines) > 2 and _closes(text, instruction, script):
+            instruction.form, instruction.body_start = "script", instruction.lines[1][0]
+            instruction.body_end = instruction.lines[-1][0]
+        elif text[body : body + 1] not in ("[", "") and not _HEREDOC.search(first_line):
             instruction.form, instruction.body_start = "shell", body
     elif instruction.keyword == "ENV":
         # ENV NAME=value ... reads as shell assignments; the old ENV NAME value form does not.
         assignment = re.compile(r"[ \t]+([A-Za-z_][A-Za-z0-9_]*)=").match(text, keyword_end)
         if assignment:
             instruction.form, instruction.body_start = "env", assignment.start(1)
+
+
+def _closes(text: str, instruction: Instruction, script: re.Match) -> bool:
+    """Whether the last line of ``instruction`` is the delimiter its ``<<DELIM`` opened."""
+    start, end = instruction.lines[-1]
+    line = text[start:end]
+    return (line.lstrip("\t") if script.group(1) else line) == script.group(2)
 
 
 # ----- the adapter --------------------------------------------------------------------------------------------
@@ -176,7 +198,8 @@ def migrate_dockerfile_text(text: str, path: str, plan: RulePlan, *, no_comments
     _ignore_comments_above(dockerfile, edits)
     apply_rules(script, edits, plan)
     apply_dockerfile_rules(dockerfile, edits)
-    changes = [_as_instruction(edit) for edit in edits.edits()]
+    scripts = [(i.body_start, i.body_end) for i in dockerfile.instructions if i.form == "script"]
+    changes = [_as_instruction(edit, scripts) for edit in edits.edits()]
     return apply_edits(text, changes, script.layout.heredocs), edits.findings
 
 
@@ -195,10 +218,11 @@ def _ignore_comments_above(dockerfile: Dockerfile, edits: ShellEdits) -> None:
             edits.suppress(range(first, last + 1), marks[first - 1])
 
 
-def _as_instruction(edit: tuple[int, int, str, int]) -> tuple[int, int, str, int]:
-    """A line a shell rule inserts (``export X=1``) as the Dockerfile instruction it stands for."""
+def _as_instruction(edit: tuple[int, int, str, int], scripts: list[tuple[int, int]]) -> tuple[int, int, str, int]:
+    """A line a shell rule inserts (``export X=1``) as the Dockerfile instruction it stands for,
+    unless it goes inside the script of a ``RUN <<EOF``, where it is shell."""
     start, end, new, order = edit
-    if start != end:
+    if start != end or any(s <= start < e for s, e in scripts):
         return edit
     # Inserted lines take the indentation of the view, where a masked keyword is blank: a Dockerfile
     # instruction or comment starts the line.

@@ -36,7 +36,7 @@ _IMAGE_STEP = (
 )
 _HIDDEN_STEP = (
     "this {keyword} instruction names {names}, which the rewrite does not change here: migrate it by hand "
-    "(a shell-form RUN or ENV NAME=value is migrated automatically)"
+    "(a shell-form RUN, a RUN <<EOF script or ENV NAME=value is migrated automatically)"
 )
 
 
@@ -93,8 +93,9 @@ class HiddenLegacyInstruction(Rule):
         "Dockerfile instruction names a legacy API",
         safety=MANUAL,
         summary=(
-            "Exec-form RUN / CMD / ENTRYPOINT, ARG, heredoc RUN and the old ENV NAME value form are left as "
-            "written; when one names a legacy variable, launcher or package it gets a TODO."
+            "Exec-form RUN / CMD / ENTRYPOINT, ARG, a heredoc RUN that runs something other than the shell "
+            "(RUN <<EOF python3) and the old ENV NAME value form are left as written; when one names a legacy "
+            "variable, launcher or package it gets a TODO."
         ),
         docs=(DOCS_DOCKERFILE,),
         triggers=(b"neuron", b"XLA"),
