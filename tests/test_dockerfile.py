@@ -159,3 +159,21 @@ def test_a_heredoc_script_is_shell_and_keeps_its_own_syntax(plan):
     # A heredoc run by another interpreter is not shell: it gets a TODO and stays as written.
     assert "# TODO(neuron-migrate NM520): this RUN instruction names torch_xla" in new
     assert new.endswith("RUN <<EOF python3\nimport torch_xla\nEOF\n")
+
+
+def test_the_old_env_form_is_migrated_when_its_value_is_one_word(plan):
+    text = (
+        "FROM base\n"
+        "ENV PJRT_DEVICE NEURON\n"
+        "ENV NEURON_COMPILE_CACHE_URL /cache\n"
+        "ENV NEURON_CC_FLAGS --cache_dir=/c\n"
+        "ENV XLA_FLAGS --xla_dump_to=/tmp/d --xla_dump_hlo_as_text\n"
+    )
+    lines = rewrite(text, plan).output.decode().splitlines()
+    assert "ENV PJRT_DEVICE NEURON" not in lines
+    assert "ENV TORCH_NEURONX_NEFF_CACHE_DIR /cache" in lines
+    # An old-form ENV needs a value: an emptied one is written "".
+    assert 'ENV NEURON_CC_FLAGS ""' in lines
+    # A value with blanks is not one shell word: reported, left as written.
+    assert lines[-1] == "ENV XLA_FLAGS --xla_dump_to=/tmp/d --xla_dump_hlo_as_text"
+    assert lines[-2].startswith("# TODO(neuron-migrate NM520): this ENV instruction names XLA_FLAGS")

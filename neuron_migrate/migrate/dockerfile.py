@@ -5,7 +5,8 @@ A Dockerfile is not shell, but the parts of it that carry the legacy stack mostl
 like shell assignments. The adapter builds a view of the file of the same length in which
 
 - the ``RUN`` keyword (with its ``--mount=...`` flags) and the ``ENV`` keyword become spaces, and so do
-  the ``RUN <<EOF`` line and the ``EOF`` line around a heredoc script,
+  the ``RUN <<EOF`` line and the ``EOF`` line around a heredoc script; an old-form ``ENV NAME value``
+  reads as ``NAME=value``,
 - every other instruction becomes comment lines, and a comment line inside a continued ``RUN``
   becomes a bare continuation (Docker drops those lines; the shell must not end the command there),
 
@@ -36,6 +37,8 @@ __all__ = ["Dockerfile", "Instruction", "rewrite_dockerfile"]
 _KEYWORD = re.compile(r"[ \t]*([A-Za-z]+)")
 _RUN_FLAGS = re.compile(r"(?:[ \t]+--[^\s]+)*[ \t]*")
 _HEREDOC = re.compile(r"<<(-?)[\"']?([A-Za-z_][\w.-]*)[\"']?")
+_ENV_ASSIGNMENT = re.compile(r"[ \t]+([A-Za-z_][A-Za-z0-9_]*)=")
+_ENV_OLD_FORM = re.compile(r"[ \t]+([A-Za-z_][A-Za-z0-9_]*)([ \t])[^\s\\]+[ \t]*")
 # RUN <<EOF alone on its line: the lines up to EOF are a shell script.
 _SCRIPT = re.compile(r"<<(-?)[\"']?([A-Za-z_][\w.-]*)[\"']?[ \t]*")
 _ESCAPE_DIRECTIVE = re.compile(r"#[ \t]*escape[ \t]*=[ \t]*`", re.IGNORECASE)
@@ -54,6 +57,7 @@ class Instruction:
     form: str = "hidden"
     body_start: int = 0  # "shell" / "script" / "env": where the text the shell rules read begins
     body_end: int = 0  # "script": where it ends (the delimiter line starts there)
+    separator: int = -1  # an old-form ENV NAME value: the blank the view shows as "="
 
     @property
     def start(self) -> int:
@@ -151,6 +155,8 @@ def _view(text: str, instructions: list[Instruction]) -> str:
             for k in range(instruction.body_end, instruction.end):
                 view[k] = " "
             continue
+        if instruction.separator >= 0:
+            view[instruction.separator] = "="
         for start, end in instruction.lines[1:]:
             # Docker drops comment lines inside an instruction; for the shell they would end it.
             if text[start:end].lstrip().startswith("#"):
@@ -171,10 +177,15 @@ def _classify(text: str, instruction: Instruction) -> None:
         elif text[body : body + 1] not in ("[", "") and not _HEREDOC.search(first_line):
             instruction.form, instruction.body_start = "shell", body
     elif instruction.keyword == "ENV":
-        # ENV NAME=value ... reads as shell assignments; the old ENV NAME value form does not.
-        assignment = re.compile(r"[ \t]+([A-Za-z_][A-Za-z0-9_]*)=").match(text, keyword_end)
+        # ENV NAME=value ... reads as shell assignments. So does the old ENV NAME value form when the
+        # value is one word: the view writes the gap between them as "=".
+        assignment = _ENV_ASSIGNMENT.match(text, keyword_end)
+        old_form = _ENV_OLD_FORM.fullmatch(text, keyword_end, instruction.end) if len(instruction.lines) == 1 else None
         if assignment:
             instruction.form, instruction.body_start = "env", assignment.start(1)
+        elif old_form:
+            instruction.form, instruction.body_start = "env", old_form.start(1)
+            instruction.separator = old_form.start(2)
 
 
 def _closes(text: str, instruction: Instruction, script: re.Match) -> bool:
@@ -199,7 +210,8 @@ def migrate_dockerfile_text(text: str, path: str, plan: RulePlan, *, no_comments
     apply_rules(script, edits, plan)
     apply_dockerfile_rules(dockerfile, edits)
     scripts = [(i.body_start, i.body_end) for i in dockerfile.instructions if i.form == "script"]
-    changes = [_as_instruction(edit, scripts) for edit in edits.edits()]
+    old_values = {i.separator + 1 for i in dockerfile.instructions if i.separator >= 0}
+    changes = [_as_instruction(edit, scripts, old_values) for edit in edits.edits()]
     return apply_edits(text, changes, script.layout.heredocs), edits.findings
 
 
@@ -218,10 +230,15 @@ def _ignore_comments_above(dockerfile: Dockerfile, edits: ShellEdits) -> None:
             edits.suppress(range(first, last + 1), marks[first - 1])
 
 
-def _as_instruction(edit: tuple[int, int, str, int], scripts: list[tuple[int, int]]) -> tuple[int, int, str, int]:
+def _as_instruction(
+    edit: tuple[int, int, str, int], scripts: list[tuple[int, int]], old_values: set[int]
+) -> tuple[int, int, str, int]:
     """A line a shell rule inserts (``export X=1``) as the Dockerfile instruction it stands for,
-    unless it goes inside the script of a ``RUN <<EOF``, where it is shell."""
+    unless it goes inside the script of a ``RUN <<EOF``, where it is shell. An old-form
+    ``ENV NAME value`` cannot have an empty value: an emptied one is written ``""``."""
     start, end, new, order = edit
+    if start in old_values and not new.strip():
+        return (start, end, '""', order)
     if start != end or any(s <= start < e for s, e in scripts):
         return edit
     # Inserted lines take the indentation of the view, where a masked keyword is blank: a Dockerfile

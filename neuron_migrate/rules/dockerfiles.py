@@ -1,11 +1,11 @@
 """Dockerfiles: what the shell rules cannot see (rules NM520, NM521).
 
-Shell-form ``RUN`` and ``ENV NAME=value`` instructions go through the shell rules (see
+Shell-form ``RUN``, ``RUN <<EOF`` scripts and ``ENV`` instructions go through the shell rules (see
 ``migrate/dockerfile.py``). The rest of a Dockerfile is not shell, and nothing in it is rewritten:
 a base image of the XLA era (a Neuron Deep Learning Container with PyTorch before 2.13, or an
 optimum-neuron image) gets a TODO naming the TorchNeuron release to move to, and any other
 instruction that names a legacy variable, command or package (``CMD ["neuron_parallel_compile",
-...]``, ``ARG XLA_USE_BF16=1``, ``ENV XLA_USE_BF16 1``) gets a TODO, so nothing is left silently.
+...]``, ``ARG XLA_USE_BF16=1``) gets a TODO, so nothing is left silently.
 """
 
 from __future__ import annotations
@@ -94,8 +94,8 @@ class HiddenLegacyInstruction(Rule):
         safety=MANUAL,
         summary=(
             "Exec-form RUN / CMD / ENTRYPOINT, ARG, a heredoc RUN that runs something other than the shell "
-            "(RUN <<EOF python3) and the old ENV NAME value form are left as written; when one names a legacy "
-            "variable, launcher or package it gets a TODO."
+            "(RUN <<EOF python3) and an old-form ENV NAME value whose value has blanks are left as written; when "
+            "one names a legacy variable, launcher or package it gets a TODO."
         ),
         docs=(DOCS_DOCKERFILE,),
         triggers=(b"neuron", b"XLA"),
