@@ -40,7 +40,7 @@ _HEREDOC = re.compile(r"<<(-?)[\"']?([A-Za-z_][\w.-]*)[\"']?")
 _ENV_ASSIGNMENT = re.compile(r"[ \t]+([A-Za-z_][A-Za-z0-9_]*)=")
 _ENV_OLD_FORM = re.compile(r"[ \t]+([A-Za-z_][A-Za-z0-9_]*)([ \t])[^\s\\]+[ \t]*")
 # RUN <<EOF alone on its line: the lines up to EOF are a shell script.
-_SCRIPT = re.compile(r"<<(-?)[\"']?([A-Za-z_][\w.-]*)[\"']?[ \t]*")
+_SCRIPT = re.compile(_HEREDOC.pattern + r"[ \t]*")
 _ESCAPE_DIRECTIVE = re.compile(r"#[ \t]*escape[ \t]*=[ \t]*`", re.IGNORECASE)
 
 

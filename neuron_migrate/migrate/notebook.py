@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import codecs
+import collections
 import io
 import json
 import os
@@ -412,8 +413,8 @@ def starts_statement(before: str) -> bool:
     or a ``\\`` continuation. A text that does not tokenize for another reason will not parse
     either, and is reported as such whatever is decided here."""
     try:
-        for _ in tokenize.generate_tokens(io.StringIO(before).readline):
-            pass
+        # Only whether the whole text tokenizes matters: the tokens themselves are thrown away.
+        collections.deque(tokenize.generate_tokens(io.StringIO(before).readline), maxlen=0)
     except tokenize.TokenError:
         return False  # EOF inside a multi-line string or statement
     except SyntaxError:

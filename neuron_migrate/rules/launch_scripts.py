@@ -44,8 +44,9 @@ from neuron_migrate.rules.hf_fields import (
     SHARED_FIELDS,
     VERSIONED_FIELDS,
 )
-from neuron_migrate.rules.pip_commands import apply_pip_installs
-from neuron_migrate.rules.requirements import PACKAGES
+from neuron_migrate.rules.pip_commands import PYTHON, apply_pip_installs
+from neuron_migrate.rules.requirements import NEURON_INDEX
+from neuron_migrate.rules.requirements import TRIGGERS as REQUIREMENT_TRIGGERS
 
 if TYPE_CHECKING:
     from neuron_migrate.migrate.engine import RulePlan
@@ -87,7 +88,6 @@ ACCELERATE_SWITCHES = frozenset(
 )  # fmt: skip
 # Options that make the launched program something other than a Python script.
 NOT_PYTHON = frozenset({"--no-python", "--no_python"})
-PYTHON = re.compile(r"python(?:\d+(?:\.\d+)?)?")
 PYTHON_VALUE_OPTIONS = frozenset({"-W", "-X"})
 # `python -m MODULE` that is itself a launcher.
 MODULE_LAUNCHERS = {
@@ -917,18 +917,17 @@ def legacy_names(text: str) -> list[str]:
     found: list[str] = []
     for match in _NAME.finditer(text):
         name = match.group(0)
-        if name not in found and (classify_env_var(name, text) is not None or name in _legacy_words()):
+        if name not in found and (classify_env_var(name, text) is not None or name in LEGACY_WORDS):
             found.append(name)
     return found
 
 
-@lru_cache(maxsize=1)
-def _legacy_words() -> frozenset[str]:
-    words = {"neuron_parallel_compile", "optimum-cli", "xla_dist", XLA_DIST}
-    for name, package in PACKAGES.items():
-        if not package.neuron_only:
-            words.update({name, name.replace("-", "_")})
-    return frozenset(words)
+# Legacy commands, and the package names the requirement rules look for (not the Neuron pip
+# repository: naming it is not legacy).
+LEGACY_WORDS = frozenset(
+    {"neuron_parallel_compile", "optimum-cli", "xla_dist", XLA_DIST}
+    | {word.decode() for word in REQUIREMENT_TRIGGERS if word != NEURON_INDEX.encode()}
+)
 
 
 def _manual(rule: ShellRule, command: Command, step: str) -> None:
