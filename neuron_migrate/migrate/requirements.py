@@ -706,8 +706,7 @@ def _locate(sites: list[_Site], text: str) -> None:
         holder[slot] = _SENTINEL.format(number)
     lines = tomlkit.dumps(doc).splitlines()
     for number, site in enumerate(sites):
-        quoted = f'"{_SENTINEL.format(number)}"'
-        site.line = next((i for i, line in enumerate(lines) if quoted in line), 0)
+        site.line = _sentinel_line(lines, _SENTINEL.format(number))[0]
 
 
 def _string_like(original, text: str):
@@ -779,19 +778,24 @@ def _edit_poetry(site: _Site, change: Change, after: tuple[str, ...], sentinel: 
 
 
 def _insert_after(table, previous: str, key: str, item) -> None:
+    # tomlkit has no public "insert after"; its containers gained and lost private helpers across
+    # releases (0.15 dropped `_insert_after`), so use whichever one this tomlkit has.
     container = getattr(table, "value", table)
-    try:
+    if hasattr(container, "_insert_after"):
         container._insert_after(previous, key, item)
-    except (AttributeError, KeyError):  # tomlkit without the private helper: the key goes last
+        return
+    position = next((i for i, (k, _) in enumerate(container.body) if k is not None and k.key == previous), None)
+    if position is None or not hasattr(container, "_insert_at") or position + 1 >= len(container.body):
         table[key] = item
+        return
+    container._insert_at(position + 1, key, item)
 
 
 def _place_markers(text: str, pending: dict[str, _Pending], no_comments: bool) -> str:
     lines = text.splitlines(keepends=True)
     # In document order, so that two markers above one line read top to bottom like the items.
     for sentinel, todo in sorted(pending.items(), key=lambda item: int(re.sub(r"\D", "", item[0]))):
-        quoted = f'"{sentinel}"'
-        index = next(i for i, line in enumerate(lines) if quoted in line)
+        index, quoted = _sentinel_line(lines, sentinel)
         raw, nl = _split_newline(lines[index])
         indent = raw[: len(raw) - len(raw.lstrip())]
         head = [m + nl for m in _marker_lines(todo.markers, indent, _comments_above(lines, index), no_comments)]
@@ -807,6 +811,15 @@ def _place_markers(text: str, pending: dict[str, _Pending], no_comments: bool) -
             body = [raw + nl]
         lines[index : index + 1] = head + body
     return "".join(lines)
+
+
+def _sentinel_line(lines: list[str], sentinel: str) -> tuple[int, str]:
+    # tomlkit writes a string assigned over an existing one in that string's quote style (0.15 on).
+    for index, line in enumerate(lines):
+        for quoted in (f'"{sentinel}"', f"'{sentinel}'"):
+            if quoted in line:
+                return index, quoted
+    raise ValueError(f"tomlkit dropped the placeholder {sentinel}")
 
 
 rewrite_requirements = _adapter(_requirements, cookie=True)
