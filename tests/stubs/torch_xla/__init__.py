@@ -1,7 +1,8 @@
-"""A CPU stand-in for the parts of ``torch_xla`` the legacy example uses.
+"""A CPU stand-in for the parts of ``torch_xla`` that legacy training scripts use.
 
-It exists so the test suite can run the unmigrated example as a program: devices are the CPU,
-graph cuts do nothing, collectives go through gloo. It is not a model of XLA semantics.
+It exists so the test suite can run unmigrated programs: devices are the CPU, graph cuts do
+nothing, and collectives reach every process of a torchrun job through gloo, with or without a
+process group of the program's own, as they did under PJRT. It is not a model of XLA compilation.
 """
 
 import torch

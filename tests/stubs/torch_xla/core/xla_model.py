@@ -1,6 +1,8 @@
 """``torch_xla.core.xla_model`` mapped onto the CPU and torch.distributed (gloo)."""
 
 import os
+import pickle
+import time
 
 import torch
 import torch.distributed as dist
@@ -12,8 +14,37 @@ REDUCE_MIN = "min"
 _OPS = {REDUCE_SUM: dist.ReduceOp.SUM, REDUCE_MAX: dist.ReduceOp.MAX, REDUCE_MIN: dist.ReduceOp.MIN}
 
 
+_REPLICAS = []
+
+
 def _distributed():
-    return dist.is_available() and dist.is_initialized()
+    return _replica_group() is not None
+
+
+def _replica_group():
+    """The group collectives run in. PJRT ran them across every process of the job with no process group of
+    the program's own, so when the program made none, a private gloo group of all ranks stands in for it."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.group.WORLD
+    size = int(os.environ.get("WORLD_SIZE", "1"))
+    if size == 1:
+        return None
+    if not _REPLICAS:
+        rank = int(os.environ["RANK"])
+        port = int(os.environ["MASTER_PORT"]) + 1
+        store = dist.TCPStore(os.environ["MASTER_ADDR"], port, size, is_master=rank == 0)
+        _REPLICAS.extend([dist.ProcessGroupGloo(store, rank, size), store])
+    return _REPLICAS[0]
+
+
+def _all_reduce(tensor, op):
+    group = _replica_group()
+    if group is dist.group.WORLD:
+        dist.all_reduce(tensor, op=op)
+        return
+    options = dist.AllreduceOptions()
+    options.reduceOp = op
+    group.allreduce([tensor], options).wait()
 
 
 def xla_device(n=None):
@@ -21,7 +52,7 @@ def xla_device(n=None):
 
 
 def get_ordinal():
-    return dist.get_rank() if _distributed() else int(os.environ.get("RANK", "0"))
+    return dist.get_rank() if dist.is_initialized() else int(os.environ.get("RANK", "0"))
 
 
 def get_local_ordinal():
@@ -29,7 +60,7 @@ def get_local_ordinal():
 
 
 def xrt_world_size():
-    return dist.get_world_size() if _distributed() else int(os.environ.get("WORLD_SIZE", "1"))
+    return dist.get_world_size() if dist.is_initialized() else int(os.environ.get("WORLD_SIZE", "1"))
 
 
 def is_master_ordinal(local=True):
@@ -57,7 +88,7 @@ def all_reduce(reduce_type, inputs, scale=1.0, groups=None, pin_layout=True):
     tensors = inputs if isinstance(inputs, list) else [inputs]
     for tensor in tensors:
         if _distributed():
-            dist.all_reduce(tensor, op=_OPS[reduce_type])
+            _all_reduce(tensor, _OPS[reduce_type])
         if scale != 1.0:
             tensor.mul_(scale)
     return inputs
@@ -78,16 +109,26 @@ def optimizer_step(optimizer, barrier=False, optimizer_args={}, groups=None, pin
 
 def rendezvous(tag, payload=b"", replicas=[]):
     if _distributed():
-        dist.barrier()
+        _all_reduce(torch.zeros(1), dist.ReduceOp.SUM)
     return [payload]
 
 
 def mesh_reduce(tag, data, reduce_fn):
-    if not _distributed():
+    group = _replica_group()
+    if group is None:
         return reduce_fn([data])
-    gathered = [None] * dist.get_world_size()
-    dist.all_gather_object(gathered, data)
-    return reduce_fn(gathered)
+    if group is dist.group.WORLD:
+        gathered = [None] * dist.get_world_size()
+        dist.all_gather_object(gathered, data)
+        return reduce_fn(gathered)
+    store, size = _REPLICAS[1], int(os.environ["WORLD_SIZE"])
+    _MESH_ROUNDS[tag] = _MESH_ROUNDS.get(tag, 0) + 1
+    key = f"mesh/{tag}/{_MESH_ROUNDS[tag]}"
+    store.set(f"{key}/{get_ordinal()}", pickle.dumps(_to_cpu(data)))
+    return reduce_fn([pickle.loads(store.get(f"{key}/{rank}")) for rank in range(size)])
+
+
+_MESH_ROUNDS = {}
 
 
 def _to_cpu(data):
@@ -105,3 +146,33 @@ def save(data, file_or_path, master_only=True, global_master=False):
     if should_write:
         torch.save(_to_cpu(data), file_or_path)
     rendezvous("torch_xla.core.xla_model.save")
+
+
+class RateTracker:
+    """Examples per second, smoothed between calls to ``rate()`` as the legacy helper did."""
+
+    def __init__(self, smooth_factor=None):
+        self._smooth_factor = float(os.environ.get("RATE_TRACKER_SMOOTHING", "0.4")) if smooth_factor is None else smooth_factor
+        self._start_time = self._partial_time = time.time()
+        self._partial_count = self._count = 0.0
+        self._partial_rate = None
+
+    def add(self, count):
+        self._count += count
+
+    def rate(self):
+        now = time.time()
+        delta = now - self._partial_time
+        if delta <= 0:
+            return 0.0
+        current = self._count / delta
+        if self._partial_rate is not None:
+            current = (1 - self._smooth_factor) * current + self._smooth_factor * self._partial_rate
+        self._partial_count += self._count
+        self._count = 0.0
+        self._partial_time, self._partial_rate = now, current
+        return current
+
+    def global_rate(self):
+        delta = time.time() - self._start_time
+        return (self._partial_count + self._count) / delta if delta > 0 else 0.0

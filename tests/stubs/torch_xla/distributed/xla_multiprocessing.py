@@ -15,4 +15,5 @@ def spawn(fn, args=(), nprocs=None, join=True, daemon=False, start_method="spawn
     os.environ.setdefault("MASTER_PORT", str(_free_port()))
     os.environ.setdefault("RANK", "0")
     os.environ.setdefault("WORLD_SIZE", "1")
-    return fn(0, *args)
+    # Under torchrun every process is one replica already: the function runs once, as its local rank.
+    return fn(int(os.environ.get("LOCAL_RANK", "0")), *args)

@@ -1,0 +1,24 @@
+"""``torch_xla.utils.utils``: the pure-Python helpers legacy scripts import."""
+
+import os
+
+
+class SampleGenerator:
+    """Hands out the same ``data`` ``sample_count`` times, like a loader of synthetic batches."""
+
+    def __init__(self, data, sample_count):
+        self._data = data
+        self._sample_count = sample_count
+
+    def __iter__(self):
+        return (self._data for _ in range(self._sample_count))
+
+    def __len__(self):
+        return self._sample_count
+
+
+def getenv_as(name, kind, default=None):
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.lower() in ("1", "true", "yes") if kind is bool else kind(value)
