@@ -18,3 +18,9 @@ def sync():
 
 def manual_seed(seed):
     torch.manual_seed(seed)
+
+
+def launch(fn, args=(), start_method="spawn", debug_single_process=False):
+    from torch_xla.distributed import xla_multiprocessing
+
+    return xla_multiprocessing.spawn(fn, args=args)

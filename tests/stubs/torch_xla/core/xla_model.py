@@ -176,3 +176,18 @@ class RateTracker:
     def global_rate(self):
         delta = time.time() - self._start_time
         return (self._partial_count + self._count) / delta if delta > 0 else 0.0
+
+
+def add_step_closure(closure, args=(), run_async=False):
+    # A closure ran once the step's graph had executed; here every op has run already.
+    closure(*args)
+
+
+def broadcast_master_param(model):
+    group = _replica_group()
+    if group is None:
+        return
+    for param in model.parameters():
+        data = param.data if get_ordinal() == 0 else torch.zeros_like(param.data)
+        _all_reduce(data, dist.ReduceOp.SUM)
+        param.data.copy_(data)
