@@ -1,3 +1,5 @@
+import os
+
 from torch_xla.core import xla_model as _xm
 
 
@@ -14,4 +16,5 @@ def local_ordinal():
 
 
 def device_type():
-    return "CPU"
+    # As in torch_xla, the PJRT device the job was started for: PJRT_DEVICE=NEURON plays a Trainium run.
+    return os.environ.get("PJRT_DEVICE", "CPU")

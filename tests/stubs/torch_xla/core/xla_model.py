@@ -191,3 +191,9 @@ def broadcast_master_param(model):
         data = param.data if get_ordinal() == 0 else torch.zeros_like(param.data)
         _all_reduce(data, dist.ReduceOp.SUM)
         param.data.copy_(data)
+
+
+def xla_device_hw(device):
+    import torch_xla.runtime as xr
+
+    return xr.device_type()
