@@ -8,6 +8,7 @@ be processed.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from enum import Enum
 from pathlib import Path
@@ -214,7 +215,7 @@ def audit(
 ) -> None:
     """Find what will recompile, break graphs or fall back on the native backend, and leftover legacy APIs.
 
-    Static by default: nothing is executed. With --run SCRIPT (or --run -m MODULE) the script runs in this
+    Static by default: nothing is executed. With --run SCRIPT (or --run -m MODULE) the program runs in this
     process under instrumentation, on the CPU emulator of the neuron device when there is no Trainium.
     """
     from neuron_migrate import audit as auditing
@@ -223,6 +224,12 @@ def audit(
 
     runtime = run_script is not None or run_module is not None
     args = list(paths or [])
+    if run_script is not None and str(run_script) == "-m":  # `--run -m MODULE`: the option took "-m" as its value
+        if not args:
+            raise _fail("--run -m needs a module name")
+        run_script, run_module = None, args.pop(0)
+    if run_script is not None and not run_script.is_file():
+        raise _fail(f"--run: no such script: {run_script}")
     targets = [run_script] if run_script is not None else []
     if not runtime:
         if not args:
@@ -248,13 +255,16 @@ def audit(
     with terminal.progress() as progress:
         result = auditing.audit(targets, config, progress=progress) if targets else auditing.empty_report()
     notes: list[str] = []
+    program_failed = False
     if runtime:
-        result, notes = _run_analysis(result, run_script, run_module, args, steps, emulate_device, config)
+        result, notes, program_failed = _run_analysis(result, run_script, run_module, args, steps, emulate_device,
+                                                      config)
 
     if baseline is not None:
         notes.append(_use_baseline(auditing, result, baseline, update_baseline))
     _emit_audit(result, output_format, output, terminal, notes, fail_on.value)
-    raise typer.Exit(auditing.exit_code(result, fail_on.value))
+    # A program that does not run fails the gate whatever --fail-on says: nothing after the failure was audited.
+    raise typer.Exit(max(auditing.exit_code(result, fail_on.value), int(program_failed)))
 
 
 def _run_analysis(report, script, module, args, steps, emulate_device, config):
@@ -265,6 +275,8 @@ def _run_analysis(report, script, module, args, steps, emulate_device, config):
     except ImportError as exc:
         raise _fail(f"runtime analysis needs torch (pip install 'neuron-migrate[runtime]'): {exc}") from None
     target = module if module is not None else str(script)
+    if module is not None and not _module_exists(module):
+        raise _fail(f"-m: no module named {module!r}")
     outcome = analyze_script(target, args, module=module is not None, steps=steps, emulate=emulate_device)
     runtime = [f for f in outcome.findings if auditing.selected(f.rule, config.select, config.ignore)]
     report = auditing.merge_runtime(report, runtime)
@@ -272,7 +284,19 @@ def _run_analysis(report, script, module, args, steps, emulate_device, config):
     notes = list(outcome.notes)
     if outcome.exit_code:
         notes.append(f"the script exited with code {outcome.exit_code}")
-    return report, notes
+    return report, notes, outcome.exit_code != 0
+
+
+def _module_exists(name: str) -> bool:
+    import importlib.util
+
+    sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+    finally:
+        sys.path.pop(0)
 
 
 def _use_baseline(auditing, report, path: Path, update: bool) -> str:

@@ -183,3 +183,46 @@ def test_run_passes_arguments_and_a_clean_script_passes(tmp_path):
     result = _audit_run("--run", script.name, "--", "3", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 error, 0 warning, 0 info" in result.stdout
+
+
+FAILING = {
+    "raises.py": (
+        "import torch\n\n\ndef shard(batch):\n    if batch.shape[0] % 2:\n"
+        "        raise ValueError('odd batch')\n    return batch\n\n\n"
+        "x = torch.ones(3, 4, device='neuron')\nshard(x)\n",
+        6, "the program raised ValueError: odd batch",
+    ),
+    "exits.py": ("import sys\n\nimport torch\n\nx = torch.ones(2)\nsys.exit(3)\n", 6,
+                 "the program exited with status 3"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(FAILING))
+def test_a_program_that_does_not_finish_is_an_error_and_fails_the_audit(tmp_path, name):
+    source, line, message = FAILING[name]
+    (tmp_path / name).write_text(source)
+    for fail_on in ("warning", "never"):
+        result = _audit_run("--run", name, "--format", "json", "--fail-on", fail_on, cwd=tmp_path)
+        assert result.returncode == 1, result.stderr
+        findings = [f for fr in json.loads(result.stdout)["files"] for f in fr["findings"]]
+        failed = [f for f in findings if f["rule"] == "NA507"]
+        assert [(f["path"], f["span"]["line"], f["severity"]) for f in failed] == [(name, line, "error")]
+        assert failed[0]["message"] == message
+
+
+@pytest.mark.parametrize("args", [("--run", "missing.py"), ("--run", "-m", "no_such_module"), ("-m", "no_such_module")])
+def test_a_run_that_cannot_start_is_a_usage_error(tmp_path, args):
+    result = _audit_run(*args, cwd=tmp_path)
+    assert result.returncode == 2
+    assert "no such script" in result.stderr or "no module named" in result.stderr
+
+
+@pytest.mark.slow
+def test_run_takes_a_module_as_documented(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "job.py").write_text("import sys\n\nprint('ran', sys.argv[1:])\n")
+    result = _audit_run("--run", "-m", "pkg.job", "--", "a", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "ran ['a']" in result.stdout

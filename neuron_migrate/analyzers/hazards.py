@@ -143,6 +143,10 @@ HAZARDS: dict[str, Hazard] = {
         _h("NA506", "op fell back to the CPU", WARNING,
            "the op has no Neuron kernel: it ran on the CPU with two copies", "rewrite it with supported ops",
            DOCS_EAGER),
+        _h("NA507", "the program did not finish", ERROR,
+           "the analysed run raised an exception or exited with a non-zero status, so what it did not reach was "
+           "not analysed and the program does not run as it is",
+           "fix the error at this line (the last frame of your code in the traceback), then audit again", DOCS_EAGER),
     )
 }
 

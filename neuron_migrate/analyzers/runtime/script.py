@@ -70,7 +70,7 @@ def analyze_script(target: str, args: Sequence[str] = (), *, module: bool = Fals
         watcher.emulated = emulated
         watcher.device_run = real is not None
         with watcher, _single_process_launch(notes):
-            exit_code = _run(target, list(args), module, notes)
+            exit_code, watcher.failure = _run(target, list(args), module, notes)
         if neuronx is not None:
             watcher.fallback_ops = _fallback_ops(neuronx, notes)
             _device_metrics(neuronx, notes)
@@ -129,7 +129,8 @@ def _single_process_launch(notes: list[str]):
             os.environ.pop(name, None)
 
 
-def _run(target: str, args: list[str], module: bool, notes: list[str]) -> int:
+def _run(target: str, args: list[str], module: bool, notes: list[str]):
+    """Run the program; returns (its exit status, (frames, what happened) when it failed, else None)."""
     sys.argv[:] = [target, *args]
     try:
         if module:
@@ -137,14 +138,23 @@ def _run(target: str, args: list[str], module: bool, notes: list[str]) -> int:
         else:
             runpy.run_path(target, run_name="__main__")
     except SystemExit as exc:
-        return _exit_status(exc.code)
+        status = _exit_status(exc.code)
+        failure = (_frames(exc), f"the program exited with status {status}") if status else None
+        return status, failure
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - the script failed; report what ran before it did
         traceback.print_exc()
-        notes.append(f"the script raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": "))
-        return 1
-    return 0
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        what = f"the program raised {type(exc).__name__}: {first}".rstrip(": ")
+        notes.append(what)
+        return 1, (_frames(exc), what)
+    return 0, None
+
+
+def _frames(exc: BaseException) -> list[tuple[str, int]]:
+    """(filename, line) of the exception's traceback, innermost first."""
+    return [(frame.filename, frame.lineno or 1) for frame in reversed(traceback.extract_tb(exc.__traceback__))]
 
 
 def _exit_status(code) -> int:

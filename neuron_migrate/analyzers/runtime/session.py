@@ -56,6 +56,8 @@ class Watch:
         self.emulated = False
         self.device_run = False  # a real neuron device is in use (set by analyze_script)
         self.fallback_ops: list[tuple[str, int | None]] = []  # filled by analyze_script on a real device
+        # (frames innermost first, what happened) when the analysed program died; set by analyze_script
+        self.failure: tuple[list[tuple[str, int]], str] | None = None
         self.notes: list[str] = []
         self._active = False
         self._saved: dict[str, object] = {}
@@ -164,6 +166,10 @@ class Watch:
         breaks, own_breaks = add_breaks(found, self.monitor)
         add_ops(found, list(self.recorder.hits.values()), self.window.describe())
         add_fallbacks(found, self.fallback_ops, self.recorder.first_seen, self.default_location)
+        if self.failure is not None:
+            frames, what = self.failure
+            location = self.attribution.locate(frames)[0] if frames else None
+            found.add("NA507", location or self.default_location, what)
         self._findings = found.build()
         notes = list(self.notes)
         if ours:
