@@ -226,3 +226,19 @@ def test_run_takes_a_module_as_documented(tmp_path):
     result = _audit_run("--run", "-m", "pkg.job", "--", "a", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "ran ['a']" in result.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("steps", ["0", "1"])
+def test_a_compiled_step_with_its_optimizer_runs_to_the_end_under_the_recorder(tmp_path, steps):
+    # Leaving the op recorder from the optimizer hook inside the compiled step once broke every later host read.
+    script = tmp_path / "compiled_optimizer_step.py"
+    script.write_text((RUNTIME / "compiled_optimizer_step.py").read_text())
+    result = _audit_run("--run", script.name, "--steps", steps, "--format", "json", cwd=tmp_path)
+    assert "INTERNAL ASSERT" not in result.stderr, result.stderr[-3000:]
+    printed, _, report = result.stdout.partition("\n{")
+    assert "step 2 loss" in printed
+    findings = [f for fr in json.loads("{" + report)["files"] for f in fr["findings"]]
+    assert not [f for f in findings if f["rule"] == "NA507"]
+    breaks = [f for f in findings if f["rule"] == "NA502"]
+    assert breaks and not any("_python_dispatch" in f["message"] for f in breaks)

@@ -203,7 +203,9 @@ class StepWindow:
             self.on_done()
 
     def _after_step(self, optimizer, args, kwargs) -> None:
-        if self.done:
+        # An optimizer stepped inside a compiled function is traced with it: as with the forward hooks, the traced
+        # hook must read nothing of ours. Such steps are not counted; the recorder then covers the whole run.
+        if torch.compiler.is_compiling() or self.done:
             return
         self.optimizer_steps += 1
         if self.optimizer_steps >= self.steps:
@@ -254,10 +256,27 @@ def start(mode: OpRecorder) -> None:
 
 
 def pop_if_on_top(mode: OpRecorder) -> bool:
-    """Leave the recorder if it is the innermost dispatch mode; otherwise pause it (it stays, doing nothing)."""
+    """Leave the recorder if it is the innermost dispatch mode and no compiled function is running; otherwise
+    pause it (it stays, doing nothing, until a later call can leave it)."""
     mode.paused = True
-    if _get_current_dispatch_mode() is mode:
+    if _get_current_dispatch_mode() is mode and not _inside_compiled_call():
         mode.__exit__(None, None, None)
         _RECORDING.discard(mode)
         return True
     return False
+
+
+def _inside_compiled_call() -> bool:
+    """Whether a torch.compile'd function is on the stack. Dynamo restores the dispatch-key state it found when
+    such a call returns, so leaving the mode from inside it would leave PyTorch routing every op to a mode that
+    is gone ("Hit Python dispatch key but no arguments had PyInterpreter")."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_filename.endswith(_EVAL_FRAME) and code.co_name == "compile_wrapper":
+            return True
+        frame = frame.f_back
+    return False
+
+
+_EVAL_FRAME = os.path.join("_dynamo", "eval_frame.py")
