@@ -58,6 +58,16 @@ def test_device_basics():
     assert "device='neuron:0'" in repr(x)
 
 
+@pytest.mark.parametrize("spec", ["", ".4f", ">12.3e", "g"])
+def test_formatting_a_scalar_tensor_reads_as_on_a_device(spec):
+    weight = torch.full((2,), 1.25, requires_grad=True)
+    on_cpu = (weight * 3).sum()
+    on_neuron = (weight.detach().to("neuron").requires_grad_() * 3).sum()
+    assert format(on_neuron, spec) == format(on_cpu, spec) == format(7.5, spec)
+    vector = torch.ones(2)
+    assert f"{vector.to('neuron')}" == str(vector.to("neuron")) and "device='neuron:0'" in f"{vector.to('neuron')}"
+
+
 def test_seeded_factories_equal_cpu():
     torch.manual_seed(3)
     on_cpu = [torch.randn(4, 4), torch.rand(3), torch.randint(0, 9, (5,))]

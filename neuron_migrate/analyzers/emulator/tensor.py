@@ -107,6 +107,13 @@ class NeuronTensor(torch.Tensor):
         head = head.split(", grad_fn=")[0]
         return head + extra + ")" + tail
 
+    def __format__(self, format_spec):
+        # Tensor.__format__ prints a 0-d tensor as its number only for the exact Tensor type; a device tensor is
+        # one, so f"{loss}" and f"{loss:.4f}" must read the same here as on Trainium (and on CUDA or the CPU).
+        if self.dim() == 0:
+            return self.detach()._payload.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
+
     def tolist(self):
         return self._payload.tolist()
 
