@@ -145,16 +145,20 @@ def test_missing_path_is_a_usage_error(cli):
 RUNTIME = Path(__file__).resolve().parents[1] / "fixtures" / "runtime"
 
 
-def _audit_run(*args, cwd):
+def _neuron_migrate(command, *args, cwd):
     import os
     import subprocess
     import sys
 
     env = dict(os.environ, PYTHONPATH=str(RUNTIME.parents[1]))
     return subprocess.run(
-        [sys.executable, "-m", "neuron_migrate", "audit", *map(str, args)],
+        [sys.executable, "-m", "neuron_migrate", command, *map(str, args)],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
     )
+
+
+def _audit_run(*args, cwd):
+    return _neuron_migrate("audit", *args, cwd=cwd)
 
 
 @pytest.mark.slow
@@ -242,3 +246,21 @@ def test_a_compiled_step_with_its_optimizer_runs_to_the_end_under_the_recorder(t
     assert not [f for f in findings if f["rule"] == "NA507"]
     breaks = [f for f in findings if f["rule"] == "NA502"]
     assert breaks and not any("_python_dispatch" in f["message"] for f in breaks)
+
+
+@pytest.mark.slow
+def test_a_program_that_never_uses_the_neuron_device_is_warned_about(tmp_path):
+    script = tmp_path / "falls_back.py"
+    script.write_text(
+        "import torch\n\n\ndef pick(name):\n    if name == 'neuron':\n        return torch.device('neuron')\n"
+        "    return torch.device('cpu')\n\n\nprint(torch.ones(2, device=pick('xla')).sum().item())\n"
+    )
+    used = tmp_path / "uses_it.py"
+    used.write_text("import torch\n\nprint(torch.ones(2, device='neuron').sum().item())\n")
+    audit = _audit_run("--run", script.name, cwd=tmp_path)
+    assert "no tensor was placed on neuron" in audit.stdout + audit.stderr
+    emulate = _neuron_migrate("emulate", script.name, cwd=tmp_path)
+    assert emulate.returncode == 0 and "no tensor was placed on neuron" in emulate.stderr
+    for run in (_audit_run("--run", used.name, cwd=tmp_path), _neuron_migrate("emulate", used.name, cwd=tmp_path)):
+        assert run.returncode == 0 and "no tensor was placed" not in run.stdout + run.stderr
+

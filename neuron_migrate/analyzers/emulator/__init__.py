@@ -68,6 +68,23 @@ def activate(*, banner: bool = True, strict_devices: bool = True) -> None:
         print(BANNER, file=sys.stderr, flush=True)
 
 
+NOTHING_PLACED = (
+    "warning: no tensor was placed on neuron: the program ran on the CPU; check how it picks its device "
+    "(a helper that falls back to the CPU for a name it does not know, a --device flag, an environment variable)"
+)
+
+
+def tensors_placed(*, reset: bool = False) -> bool:
+    """Whether a tensor was put on the emulated device since ``activate()`` (or the last ``reset=True`` call,
+    which starts a new count: one process may run several programs)."""
+    from neuron_migrate.analyzers.emulator import tensor
+
+    placed = bool(tensor._state["placed"])
+    if reset:
+        tensor._state["placed"] = False
+    return placed
+
+
 def compiled_graphs():
     """Every graph ``torch.compile(backend="neuron")`` received in this process (dynamo, forward, backward)."""
     from neuron_migrate.analyzers.emulator.compiler import GRAPHS

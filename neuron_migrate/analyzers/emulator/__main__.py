@@ -15,17 +15,27 @@ def main(argv: list[str]) -> None:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__.strip(), file=sys.stderr)
         raise SystemExit(2)
-    from neuron_migrate.analyzers.emulator import RealDeviceAvailable, activate
+    from neuron_migrate.analyzers.emulator import NOTHING_PLACED, RealDeviceAvailable, activate, tensors_placed
 
     try:
         activate()
     except RealDeviceAvailable as exc:
         print(f"neuron-migrate emulate: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    if argv[0] == "-m" and len(argv) < 2:
+        print("neuron-migrate emulate: -m needs a module name", file=sys.stderr)
+        raise SystemExit(2)
+    try:
+        _run(argv)
+    except SystemExit as exc:
+        if exc.code in (None, 0):
+            _warn_if_nothing_placed(tensors_placed(), NOTHING_PLACED)
+        raise
+    _warn_if_nothing_placed(tensors_placed(), NOTHING_PLACED)
+
+
+def _run(argv: list[str]) -> None:
     if argv[0] == "-m":
-        if len(argv) < 2:
-            print("neuron-migrate emulate: -m needs a module name", file=sys.stderr)
-            raise SystemExit(2)
         sys.argv = [argv[1], *argv[2:]]
         sys.path.insert(0, os.getcwd())
         runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
@@ -34,6 +44,12 @@ def main(argv: list[str]) -> None:
         sys.argv = [script, *argv[1:]]
         sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
         runpy.run_path(script, run_name="__main__")
+
+
+def _warn_if_nothing_placed(placed: bool, message: str) -> None:
+    # a program run on the emulator is meant for the neuron device: finishing without using it is worth a line
+    if not placed and os.environ.get("RANK", "0") == "0":
+        print(f"neuron-migrate emulate: {message}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import torch
 aten = torch.ops.aten
 
 # The device every new wrapper reports; ``torch.neuron.set_device`` moves it.
-_state = {"device": None}
+_state = {"device": None, "placed": False}  # placed: a tensor was ever put on the device
 
 # Ops that legitimately take tensors from two devices: copies, and indexing with host index tensors (CUDA allows
 # both too). Every other op mixing a neuron tensor with a non-scalar CPU tensor fails as it would on hardware.
@@ -78,6 +78,7 @@ class NeuronTensor(torch.Tensor):
             requires_grad=False,
         )
         wrapper._payload = payload
+        _state["placed"] = True
         return wrapper
 
     __torch_function__ = torch._C._disabled_torch_function_impl

@@ -57,6 +57,8 @@ def analyze_script(target: str, args: Sequence[str] = (), *, module: bool = Fals
             emulator.activate(banner=False)
         emulated = emulator.is_active()
         if emulated:
+            emulator.tensors_placed(reset=True)
+        if emulated:
             notes.append(emulator.BANNER)
         device = "neuron" if real else "neuron (emulated on CPU)" if emulated else "cpu"
         neuronx = _device_module(notes) if real else None
@@ -71,6 +73,8 @@ def analyze_script(target: str, args: Sequence[str] = (), *, module: bool = Fals
         watcher.device_run = real is not None
         with watcher, _single_process_launch(notes):
             exit_code, watcher.failure = _run(target, list(args), module, notes)
+        if emulated and not emulator.tensors_placed():
+            notes.append(emulator.NOTHING_PLACED)
         if neuronx is not None:
             watcher.fallback_ops = _fallback_ops(neuronx, notes)
             _device_metrics(neuronx, notes)
