@@ -24,7 +24,6 @@ from libcst.metadata import QualifiedNameProvider
 from neuron_migrate.migrate.context import code_of
 from neuron_migrate import rules as rule_families
 from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleMeta, StatementReplacement, register
-from neuron_migrate.rules.xla_data import LAUNCHERS
 from neuron_migrate.rules.calls import (
     UNKNOWN,
     ComparisonRule,
@@ -37,6 +36,7 @@ from neuron_migrate.rules.calls import (
     names_in,
     receiver,
 )
+from neuron_migrate.rules.xla_data import LAUNCHERS
 
 NEURON_DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch"
 DOCS_DISTRIBUTED = f"{NEURON_DOCS}/guides/torch-distributed.html"
@@ -762,6 +762,7 @@ class _ProcessGroupPlan(cst.CSTVisitor):
         super().__init__()
         self.ctx = ctx
         self.functions: dict[str, cst.FunctionDef] = {}
+        self.joining: set[str] = set()  # functions whose own body starts the "xla" process group
         self.workers: dict[str, str] = {}  # worker name -> the launcher that started it
         self.xla_inits: set[int] = set()
         self.other_inits = 0
@@ -770,14 +771,16 @@ class _ProcessGroupPlan(cst.CSTVisitor):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if self.depth == 0:
             self.functions[node.name.value] = node
+            if isinstance(node.body, cst.IndentedBlock) and any(map(self._xla_init, node.body.body)):
+                self.joining.add(node.name.value)
         self.depth += 1
 
     def leave_FunctionDef(self, original: cst.FunctionDef) -> None:
         self.depth -= 1
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-        call = node.body[0].value if len(node.body) == 1 and isinstance(node.body[0], cst.Expr) else None
-        if not isinstance(call, cst.Call):
+        call = _bare_call(node)
+        if call is None:
             return
         launcher = self.ctx.any_qualified_name(call.func, LAUNCHERS.keys())
         if launcher is not None:
@@ -785,8 +788,14 @@ class _ProcessGroupPlan(cst.CSTVisitor):
             fn = args.get("fn") if args else None
             if fn is not None and isinstance(fn.value, cst.Name):
                 self.workers[fn.value.value] = "torch_xla.launch" if "launch" in launcher else "xmp.spawn"
-        elif self.ctx.any_qualified_name(call.func, INIT_PROCESS_GROUP) and _xla_backend(call):
+        elif self._xla_init(node):
             self.xla_inits.add(id(call))
+
+    def _xla_init(self, statement: cst.BaseStatement) -> bool:
+        call = _bare_call(statement)
+        return call is not None and bool(self.ctx.any_qualified_name(call.func, INIT_PROCESS_GROUP)) and (
+            _xla_backend(call)
+        )
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.any_qualified_name(node.func, INIT_PROCESS_GROUP) and id(node) not in self.xla_inits:
@@ -794,10 +803,23 @@ class _ProcessGroupPlan(cst.CSTVisitor):
 
     def worker_defs(self) -> dict[int, str]:
         """id(def) -> its launcher, for the workers that get the process group at their start: none
-        when the file initialises one some way this rule does not rewrite (its own backend)."""
+        when the file initialises one some way this rule does not rewrite (its own backend), and not
+        for a worker that starts with its own init_process_group("xla")."""
         if self.other_inits:
             return {}
-        return {id(self.functions[name]): launcher for name, launcher in self.workers.items() if name in self.functions}
+        return {
+            id(self.functions[name]): launcher
+            for name, launcher in self.workers.items()
+            if name in self.functions and name not in self.joining
+        }
+
+
+def _bare_call(statement: cst.BaseStatement) -> cst.Call | None:
+    """The call that is the whole of a one-statement line (``f(...)``), else None."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    small = statement.body[0]
+    return small.value if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) else None
 
 
 def _xla_backend(call: cst.Call) -> bool:
