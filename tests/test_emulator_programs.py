@@ -15,7 +15,7 @@ import pytest
 
 from conftest import ROOT
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 PROGRAMS = ROOT / "tests" / "emulator_programs"
 STUBS = ROOT / "tests" / "stubs"
 LAUNCHER_VARS = ("LOCAL_RANK", "RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_WORLD_SIZE")
@@ -147,3 +147,65 @@ def test_migrated_example_matches_the_legacy_original(tmp_path):
     before_losses = LOSS.findall(original.stdout + original.stderr)
     after_losses = LOSS.findall(after.stdout + after.stderr)
     assert before_losses and after_losses == before_losses
+
+
+def _data_parallel_reference(program, world):
+    """``world`` replicas trained in one CPU process: each step averages the gradients of the shards."""
+    model = program.build_model()
+    optimizer = program.make_optimizer(model)
+    inputs, targets = program.make_data(world)
+    losses = {rank: [] for rank in range(world)}
+    for step in range(program.STEPS):
+        grads = []
+        for rank in range(world):
+            optimizer.zero_grad()
+            shard = slice(rank * program.SHARD, (rank + 1) * program.SHARD)
+            loss = program.loss_of(model, inputs[step, shard], targets[step, shard])
+            loss.backward()
+            grads.append([p.grad.clone() for p in model.parameters()])
+            losses[rank].append(loss.item())
+        for param, *shard_grads in zip(model.parameters(), *grads):
+            param.grad = torch.stack(shard_grads).mean(dim=0)
+        optimizer.step()
+    params = {name: p.detach().flatten().tolist() for name, p in model.named_parameters()}
+    return losses, params
+
+
+@pytest.fixture
+def legacy_data_parallel(monkeypatch):
+    """The legacy program's model, data and optimizer, imported against the torch_xla test double."""
+    before = set(sys.modules)
+    monkeypatch.syspath_prepend(str(PROGRAMS))
+    monkeypatch.syspath_prepend(str(STUBS))
+    import legacy_data_parallel as program
+
+    yield program
+    for name in set(sys.modules) - before:
+        monkeypatch.delitem(sys.modules, name)
+
+
+@pytest.mark.slow
+def test_migrated_xmp_spawn_training_is_data_parallel(tmp_path, legacy_data_parallel):
+    """The common legacy shape (xmp.spawn, no DDP, xm.optimizer_step) migrated: two ranks train as two
+    data-parallel replicas, one rank as plain single-process training."""
+    script = tmp_path / "train.py"
+    shutil.copy(PROGRAMS / "legacy_data_parallel.py", script)
+    rewrite = subprocess.run([sys.executable, "-m", "neuron_migrate", "rewrite", "-q", str(script)], env=_env(),
+                             capture_output=True, text=True, timeout=120)
+    assert rewrite.returncode == 1, rewrite.stdout + rewrite.stderr
+    code = script.read_text()
+    assert "torch_xla" not in code and "TODO(neuron-migrate" not in code
+    assert code.count('dist.init_process_group("neuron")') == 1 and "_average_gradients(optimizer)\n" in code
+
+    for nproc in (2, 1):
+        out = tmp_path / f"run{nproc}"
+        proc = _emulate([*(["--nproc", str(nproc)] if nproc > 1 else []), str(script), str(out)], cwd=tmp_path)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+        losses, params = _data_parallel_reference(legacy_data_parallel, nproc)
+        for rank in range(nproc):
+            result = json.loads((tmp_path / f"run{nproc}.{rank}.json").read_text())
+            assert result["world"] == nproc
+            _close(result["losses"], losses[rank])
+            assert result["params"].keys() == params.keys()
+            for name, values in params.items():
+                _close(result["params"][name], values)

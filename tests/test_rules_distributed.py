@@ -209,3 +209,35 @@ def test_unmigrated_argument_keeps_the_call_and_its_marker(migrate, call):
     assert call in result.code
     assert "TODO(neuron-migrate NM100): `torch_xla.core.xla_model.not_a_real_api`" in result.code
     assert migrate(result.code).code == result.code
+
+
+SPAWNED = (
+    "import torch.distributed as dist\n"
+    "import torch_xla.distributed.xla_multiprocessing as xmp\n\n\n"
+    "def _mp_fn(index):\n"
+    "{body}"
+    "    print(index)\n\n\n"
+    "xmp.spawn(_mp_fn)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "inits", "guarded"),
+    [
+        # xmp.spawn's workers had no process group: the worker joins one, once
+        ("", 1, False),
+        # the worker starts its own: that one is migrated, no second one
+        ('    dist.init_process_group("xla")\n', 1, False),
+        # a backend the rules do not migrate: the user's own set-up stays the only one
+        ('    dist.init_process_group("gloo")\n', 1, False),
+        # only on some path: the worker joins at its start, the later call is skipped when it did
+        ('    if index < 0:\n        dist.init_process_group("xla")\n', 2, True),
+    ],
+)
+def test_spawned_worker_initialises_the_process_group_once(migrate, body, inits, guarded):
+    code = migrate(SPAWNED.format(body=body)).code
+    assert code.count("dist.init_process_group(") == inits
+    assert ('if not dist.is_initialized():\n            dist.init_process_group("neuron")' in code) is guarded
+    joins = '\n    if "WORLD_SIZE" in os.environ and not dist.is_initialized():\n        dist.init_process_group("neuron")\n'
+    assert (joins in code) is (not body or guarded)
+    assert migrate(code).code == code

@@ -106,6 +106,83 @@ def test_optimizer_step_is_safe_when_the_model_is_wrapped(migrate):
     assert "collectives" in finding.risks
 
 
+@pytest.mark.parametrize(
+    "wrapping",
+    [
+        # under a branch of its own: the step on the other branch sees no DDP
+        "    if args.ddp:\n        model = DDP(model)\n",
+        # in another function: nothing says this model went through it
+        "    model = wrap(model)\n",
+        # after the step
+        "",
+    ],
+)
+def test_optimizer_step_averages_when_ddp_is_not_on_its_path(migrate, wrapping):
+    source = (
+        "import torch_xla.core.xla_model as xm\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n\n\n"
+        "def wrap(model):\n"
+        "    return DDP(model)\n\n\n"
+        "def train(args, model, optimizer):\n"
+        f"{wrapping}"
+        "    model(1).backward()\n"
+        "    xm.optimizer_step(optimizer)\n"
+        "    late = DDP(model)\n"
+    )
+    result = migrate(source)
+    assert "    _average_gradients(optimizer)\n    optimizer.step()\n" in result.code
+    assert result.code.count("def _average_gradients(optimizer):") == 1
+    [step] = [f for f in result.findings if f.rule == "NM113" and f.safety != "safe"]
+    assert step.safety == "review" and "averaged by hand" in step.fix
+
+
+def test_optimizer_step_after_ddp_in_an_enclosing_block_is_plain(migrate):
+    source = (
+        "import torch_xla.core.xla_model as xm\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n\n\n"
+        "def train(model, loader, optimizer):\n"
+        "    model = DDP(model)\n"
+        "    for batch in loader:\n"
+        "        model(batch).backward()\n"
+        "        xm.reduce_gradients(optimizer)\n"
+        "        xm.optimizer_step(optimizer)\n"
+    )
+    result = migrate(source)
+    assert "_average_gradients" not in result.code and "reduce_gradients" not in result.code
+    assert result.code.endswith("        model(batch).backward()\n        optimizer.step()\n")
+    assert {f.safety for f in result.findings if f.rule == "NM113"} == {"safe"}
+
+
+def test_averaging_helper_follows_the_file_indent_and_runs(migrate):
+    source = (
+        "import torch_xla.core.xla_model as xm\n\n\n"
+        "def step(optimizer):\n"
+        "  xm.optimizer_step(optimizer)\n"
+    )
+    code = migrate(source).code
+    assert "\n  if not dist.is_initialized() or dist.get_world_size() == 1:\n    return\n" in code
+    # Without a process group (one rank) the helper leaves the gradients alone, as xm did.
+    torch = pytest.importorskip("torch")
+    namespace: dict = {}
+    exec(compile(code, "migrated.py", "exec"), namespace)
+    param = torch.nn.Parameter(torch.ones(2))
+    param.grad = torch.full((2,), 3.0)
+    optimizer = torch.optim.SGD([param], lr=1.0)
+    namespace["step"](optimizer)
+    assert torch.equal(param.grad, torch.full((2,), 3.0)) and torch.equal(param.detach(), torch.full((2,), -2.0))
+
+
+def test_suppressed_optimizer_step_adds_no_helper(migrate):
+    source = (
+        "import torch_xla.core.xla_model as xm\n\n"
+        "xm.optimizer_step(optimizer)  # neuron-migrate: ignore[NM113]\n"
+        "xm.reduce_gradients(optimizer)  # neuron-migrate: ignore[NM113]\n"
+    )
+    result = migrate(source)
+    assert result.code == source
+    assert all(f.suppressed for f in result.findings if f.rule == "NM113")
+
+
 def test_suppressed_loader_keeps_its_loops_untouched(migrate):
     source = (
         "import torch_xla.distributed.parallel_loader as pl\n\n\n"

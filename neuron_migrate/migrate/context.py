@@ -238,17 +238,19 @@ class FileContext:
         self.imports_needed[key] = ImportRequest(module, name=name)
         return name
 
-    def add_setup(self, node: cst.CSTNode, code: str, why: str, *, unless: str) -> None:
+    def add_setup(self, node: cst.CSTNode, code: str, why: str, *, unless: str, label: str = "") -> None:
         """Run ``code`` once at start-up: it goes after the file's imports, with ``why`` as a comment.
 
         Nothing is added when ``unless`` already appears in the file (the user set it some other
-        way). The edit is reported against ``node``, the call that made the setting necessary.
+        way). The edit is reported against ``node``, the call that made the setting necessary;
+        ``label`` names a long statement (a helper function) in that report instead of its code.
         """
         if unless in self.module.code or code in self.setup:
             return
         meta = self._require_rule()
         self.setup[code] = why
-        self._record(meta, node, f"added `{code}` after the imports: {why}", SAFE, applied=True, after=code)
+        message = f"added {label or f'`{code}`'} after the imports" + (f": {why}" if why else "")
+        self._record(meta, node, message, SAFE, applied=True, after=code)
 
     @staticmethod
     def expr(text: str) -> cst.BaseExpression:

@@ -263,12 +263,25 @@ def add_setup(module: cst.Module, setup: dict[str, str]) -> cst.Module:
     new = []
     for code, why in setup.items():
         statement = cst.parse_statement(code + "\n")
-        if why:
-            statement = statement.with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(f"# {why}"))])
-        new.append(statement)
+        lead = [cst.EmptyLine(comment=cst.Comment(f"# {why}"))] if why else []
+        if isinstance(statement, cst.BaseCompoundStatement):
+            # A helper function: two blank lines around a top-level definition (PEP 8).
+            lead = [cst.EmptyLine(), cst.EmptyLine(), *lead]
+        new.append(statement.with_changes(leading_lines=lead))
     if new and not any(line.comment is None for line in new[0].leading_lines):
         new[0] = new[0].with_changes(leading_lines=[cst.EmptyLine(), *new[0].leading_lines])
-    return _insert_after_imports(module, new)
+    position = _insert_position(list(module.body)) + len(new)
+    module = _insert_after_imports(module, new)
+    body = list(module.body)
+    if isinstance(new[-1], cst.BaseCompoundStatement) and position < len(body):
+        after = body[position]
+        blank = 0
+        while blank < len(after.leading_lines) and after.leading_lines[blank].comment is None:
+            blank += 1
+        if blank < 2:
+            body[position] = after.with_changes(leading_lines=[*[cst.EmptyLine()] * (2 - blank), *after.leading_lines])
+            module = module.with_changes(body=body)
+    return module
 
 
 def _insert_after_imports(module: cst.Module, new: list[cst.BaseStatement]) -> cst.Module:

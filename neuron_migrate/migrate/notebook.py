@@ -777,12 +777,21 @@ def _place_prelude(prelude: list[str], cells: list[CodeCell], names: Placeholder
     if target is None:
         target = next((c for c in cells if _after_imports(c.output, names)[1]), cells[-1])
     index, _ = _after_imports(target.output, names)
-    target.output[index:index] = [*prelude, *_gap_before(target.output[index:])]
+    ends_in_block = prelude[-1][:1] in (" ", "\t")
+    # An added helper function sits two blank lines below the imports, as in a module.
+    lead = ["\n", "\n"] if index and _DEFINITION.match(prelude[0]) else []
+    target.output[index:index] = [*lead, *prelude, *_gap_before(target.output[index:], ends_in_block)]
 
 
-def _gap_before(rest: list[str]) -> list[str]:
+_DEFINITION = re.compile(r"(async\s+def|def|class)\b|@")
+
+
+def _gap_before(rest: list[str], after_definition: bool = False) -> list[str]:
     """Blank lines between added imports and the code right below them, as the engine sets them
-    in a module (PEP 8: two before a def or class)."""
+    in a module (PEP 8: two before a def or class, and two after an added helper function)."""
+    if after_definition:
+        blank = next((i for i, line in enumerate(rest) if line.strip()), len(rest))
+        return ["\n"] * max(0, 2 - blank) if blank < len(rest) else []
     if not rest or not rest[0].strip() or rest[0].lstrip().startswith("#"):
         return []
     return ["\n"] * (2 if re.match(r"(async\s+def|def|class|@)\b|@", rest[0]) else 1)

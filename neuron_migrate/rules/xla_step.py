@@ -9,6 +9,7 @@ where a caller waited for the device, ``torch.neuron.synchronize()`` does that.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import libcst as cst
@@ -20,6 +21,7 @@ from neuron_migrate.rules.calls import (
     arg_value,
     bind_args,
     has_params,
+    is_plain_reference,
     literal,
     new_keyword,
     receiver,
@@ -66,29 +68,78 @@ def source_text(ctx: FileContext) -> str:
     return ctx.facts["source"]  # type: ignore[return-value]
 
 
-# Gradient averaging is done by one of these wrappers when the file uses it.
-DATA_PARALLEL_WRAPPERS = frozenset({"DistributedDataParallel", "DDP", "fully_shard", "FullyShardedDataParallel"})
+# Gradient averaging is done by one of these wrappers when they wrap the model that steps.
+DDP_WRAPPERS = frozenset({"DistributedDataParallel", "DDP"})
+# FSDP's gradients are shards: averaging them by hand across ranks would mix different shards.
+FSDP_WRAPPERS = frozenset({"fully_shard", "FullyShardedDataParallel", "FSDP"})
+DATA_PARALLEL_WRAPPERS = DDP_WRAPPERS | FSDP_WRAPPERS
+STEP_NAMES = frozenset({"optimizer_step", "reduce_gradients"})
+_BLOCKS = (cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite)
 
 
-class _NamesUsed(cst.CSTVisitor):
-    def __init__(self, wanted: frozenset[str]) -> None:
-        self.wanted = wanted
-        self.found = False
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.found = self.found or node.value in self.wanted
+def _called_name(call: cst.Call) -> str:
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return func.value if isinstance(func, cst.Name) else ""
 
 
-def data_parallel_visible(ctx: FileContext) -> bool:
-    """Whether the code (not its comments: markers name these wrappers too) uses DDP or FSDP."""
+class _DataParallelPaths(cst.CSTVisitor):
+    """Where the wrapper calls and the stepping calls are: the blocks around each, outermost first."""
+
+    def __init__(self) -> None:
+        self.blocks: list[int] = []
+        self.order = 0
+        # id(stepping call) -> (position in the file, enclosing blocks)
+        self.steps: dict[int, tuple[int, tuple[int, ...]]] = {}
+        self.wrappers: list[tuple[int, tuple[int, ...]]] = []
+        self.fsdp = False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, _BLOCKS):
+            self.blocks.append(id(node))
+        elif isinstance(node, cst.Call):
+            self.order += 1
+            name = _called_name(node)
+            if name in DATA_PARALLEL_WRAPPERS:
+                self.wrappers.append((self.order, tuple(self.blocks)))
+                self.fsdp = self.fsdp or name in FSDP_WRAPPERS
+            elif name in STEP_NAMES:
+                self.steps[id(node)] = (self.order, tuple(self.blocks))
+        return True
+
+    def on_leave(self, original: cst.CSTNode) -> None:
+        if isinstance(original, _BLOCKS):
+            self.blocks.pop()
+
+    def wrapped(self, call: cst.Call) -> bool:
+        """A wrapper call runs before ``call`` on every path to it: earlier in the file, in the same
+        block or one around it (so not in another function, nor under an ``if`` of its own)."""
+        if id(call) not in self.steps:
+            return False
+        order, blocks = self.steps[id(call)]
+        return any(at < order and blocks[: len(around)] == around for at, around in self.wrappers)
+
+
+def data_parallel_paths(ctx: FileContext) -> _DataParallelPaths:
     if "data_parallel" not in ctx.facts:
-        visible = any(word in source_text(ctx) for word in DATA_PARALLEL_WRAPPERS)
-        if visible:
-            names = _NamesUsed(DATA_PARALLEL_WRAPPERS)
-            ctx.module.visit(names)
-            visible = names.found
-        ctx.facts["data_parallel"] = visible
-    return bool(ctx.facts["data_parallel"])
+        paths = _DataParallelPaths()
+        ctx.module.visit(paths)
+        ctx.facts["data_parallel"] = paths
+    return ctx.facts["data_parallel"]  # type: ignore[return-value]
+
+
+def data_parallel_reaches(ctx: FileContext, call: cst.Call) -> bool:
+    """Whether DDP/FSDP wraps the model on every code path to ``call`` (see ``_DataParallelPaths``)."""
+    if not any(word in source_text(ctx) for word in DATA_PARALLEL_WRAPPERS):
+        return False
+    return data_parallel_paths(ctx).wrapped(call)
+
+
+def fsdp_visible(ctx: FileContext) -> bool:
+    if not any(word in source_text(ctx) for word in FSDP_WRAPPERS):
+        return False
+    return data_parallel_paths(ctx).fsdp
 
 
 # ----- unwrapping context managers that no longer do anything ----------------------------------
@@ -246,21 +297,45 @@ class WaitDeviceOps(Rule):
 
 OPTIMIZER_STEP_PARAMS = ("optimizer", "barrier", "optimizer_args", "groups", "pin_layout")
 REDUCE_GRADIENTS_PARAMS = ("optimizer", "groups", "pin_layout")
-ALL_REDUCE_LOOP = (
-    "for group in optimizer.param_groups:\n"
-    "    for p in group['params']:\n"
-    "        if p.grad is not None:\n"
-    "            dist.all_reduce(p.grad)\n"
-    "            p.grad /= dist.get_world_size()"
+AVERAGE_GRADIENTS = "_average_gradients"
+# What xm.reduce_gradients did (xla_model.py): sum every gradient of the optimizer's param groups
+# over the ranks and scale it by 1 / world size; nothing with one rank.
+AVERAGE_GRADIENTS_DEF = """\
+def {name}(optimizer):
+    \"\"\"Average the gradients over the ranks, as xm.optimizer_step did before the step.\"\"\"
+    if not {dist}.is_initialized() or {dist}.get_world_size() == 1:
+        return
+    scale = 1.0 / {dist}.get_world_size()
+    for group in optimizer.param_groups:
+        for param in group["params"]:
+            if param.grad is not None:
+                {dist}.all_reduce(param.grad)
+                param.grad.mul_(scale)
+"""
+AVERAGED = (
+    "gradients averaged by hand, as xm.optimizer_step did; DistributedDataParallel does it faster "
+    "(then drop the {name} call)"
 )
+NO_PROCESS_GROUP = '; needs `dist.init_process_group("neuron")` at start-up, else each rank trains alone'
+
+
+def process_group_planned(ctx: FileContext) -> bool:
+    """Whether the migrated file initialises a process group: it calls init_process_group, or it
+    launched its workers with xmp.spawn / torch_xla.launch, whose rewrite initialises one."""
+    # xla_distributed reaches this module through xla_data, so it is imported here, not at the top.
+    from neuron_migrate.rules.xla_distributed import initialises_process_group
+
+    return initialises_process_group(ctx)
 
 
 @register
 class OptimizerStep(Rule):
-    """``xm.optimizer_step(opt)`` was ``reduce_gradients(opt)`` + ``opt.step()``: the cross-replica
-    gradient all-reduce must come from DDP/FSDP on TorchNeuron (Neuron distributed guide).
+    """``xm.optimizer_step(opt)`` was ``xm.reduce_gradients(opt)`` (all-reduce of every gradient,
+    scaled by 1 / world size) + ``opt.step()`` (torch_xla ``xla_model.py``). Under DDP/FSDP the
+    gradients are averaged already; elsewhere the averaging is written out (Neuron distributed guide).
 
-    Reviewed by default; safe when the file wraps its model in DDP/FSDP, which does the averaging.
+    Safe when DDP/FSDP wraps the model on every code path to the call: same function, earlier, not
+    under a branch of its own. Otherwise one helper per file averages the gradients before the step.
     """
 
     meta = RuleMeta(
@@ -269,9 +344,11 @@ class OptimizerStep(Rule):
         safety=REVIEW,
         risks=frozenset({"collectives"}),
         summary=(
-            "xm.optimizer_step also averaged gradients across ranks; that now comes from "
-            "DistributedDataParallel/FSDP (review marker when no such wrapper is visible in the file). "
-            "xm.reduce_gradients is deleted under DDP/FSDP, else left with the explicit all-reduce as next step."
+            "xm.optimizer_step also averaged gradients across ranks. Where DistributedDataParallel/FSDP wraps "
+            "the model on the way to the call, that averages them and the step is plain; elsewhere a helper "
+            "added once per file (`_average_gradients(optimizer)`: all-reduce each gradient, divide by the world "
+            "size, nothing for one rank) runs before the step. xm.reduce_gradients becomes that helper call, or "
+            "goes under DDP."
         ),
         docs=(DOCS_DISTRIBUTED,),
         example=Example(
@@ -281,9 +358,12 @@ class OptimizerStep(Rule):
                 "xm.optimizer_step(optimizer)\n"
             ),
             after=(
+                "import torch.distributed as dist\n\n\n"
+                + AVERAGE_GRADIENTS_DEF.format(name=AVERAGE_GRADIENTS, dist="dist")
+                + "\n\n"
                 "loss.backward()\n"
-                "# neuron-migrate(NM113): xm.optimizer_step also averaged gradients across ranks; wrap the "
-                "model in DistributedDataParallel/FSDP (or all-reduce the grads) or ranks diverge\n"
+                f"# neuron-migrate(NM113): {AVERAGED.format(name=AVERAGE_GRADIENTS)}{NO_PROCESS_GROUP}\n"
+                f"{AVERAGE_GRADIENTS}(optimizer)\n"
                 "optimizer.step()\n"
             ),
         ),
@@ -297,25 +377,72 @@ class OptimizerStep(Rule):
         "xm.optimizer_step also averaged gradients across ranks; wrap the model in "
         "DistributedDataParallel/FSDP (or all-reduce the grads) or ranks diverge"
     )
+    FSDP_ELSEWHERE = (
+        "xm.optimizer_step also averaged gradients across ranks; FSDP is used in this file but not on the way "
+        "here: check this model is sharded with fully_shard (its gradients are then reduced), else wrap it in DDP"
+    )
+    GROUPS = (
+        "xm.optimizer_step reduced gradients within replica `groups`; give DDP/FSDP the matching "
+        "process group (dist.new_group) instead"
+    )
 
     def optimizer_step(self, original: cst.Call, updated: cst.Call, qname: str):
         args = bind_args(updated, OPTIMIZER_STEP_PARAMS)
         if args is None or "optimizer" not in args:
             self.ctx.manual(original, "call `optimizer.step(**optimizer_args)` and average gradients with DDP/FSDP")
             return updated
-        step_args = self._step_arguments(args.get("optimizer_args"))
-        new = self.ctx.expr(f"{receiver(args['optimizer'].value)}.step({step_args})")
-        groups = arg_value(args, "groups")
-        if groups is not None and "groups" in args:
-            self.ctx.review(
-                "xm.optimizer_step reduced gradients within replica `groups`; give DDP/FSDP the matching "
-                "process group (dist.new_group) instead"
-            )
-        elif not data_parallel_visible(self.ctx):
-            self.ctx.review(self.NO_WRAPPER)
-        else:
+        optimizer = receiver(args["optimizer"].value)
+        step = self.ctx.expr(f"{optimizer}.step({self._step_arguments(args.get('optimizer_args'))})")
+        if arg_value(args, "groups") is not None and "groups" in args:
+            self.ctx.review(self.GROUPS)
+            return step
+        if data_parallel_reaches(self.ctx, original):
             self.ctx.confirm_safe()
-        return new
+            return step
+        if fsdp_visible(self.ctx):
+            self.ctx.review(self.FSDP_ELSEWHERE)
+            return step
+        line = self.ctx.statement_for_call.get(id(original))
+        if line is None or not is_plain_reference(args["optimizer"].value):
+            self.ctx.review(self.NO_WRAPPER)
+            return step
+        if self.ctx.is_suppressed(self.meta.id, original):
+            return step  # left as it is by the engine; no helper for it
+        self._schedule_helper(original)
+        average = cst.parse_statement(f"{AVERAGE_GRADIENTS}({optimizer})\n")
+        statement = line.with_changes(body=[line.body[0].with_changes(value=step)], leading_lines=())
+        return StatementReplacement([average, statement], fallback=self.NO_WRAPPER)
+
+    def reduce_gradients(self, original: cst.Call, updated: cst.Call, qname: str):
+        args = bind_args(updated, REDUCE_GRADIENTS_PARAMS)
+        understood = args is not None and "optimizer" in args and "groups" not in args
+        if understood and data_parallel_reaches(self.ctx, original):
+            self.ctx.confirm_safe()
+            return StatementReplacement([], fallback="delete it: DDP/FSDP average the gradients during backward")
+        if not understood or fsdp_visible(self.ctx) or not is_plain_reference(args["optimizer"].value):
+            self.ctx.manual(
+                original,
+                "average gradients across ranks: wrap the model in DistributedDataParallel, or all-reduce each "
+                "p.grad with dist.all_reduce and divide by dist.get_world_size()",
+            )
+            return updated
+        average = f"{AVERAGE_GRADIENTS}({receiver(args['optimizer'].value)})"
+        if not self.ctx.is_suppressed(self.meta.id, original):
+            self._schedule_helper(original)
+        return self.ctx.expr(average)
+
+    def _schedule_helper(self, original: cst.Call) -> None:
+        """Define the averaging helper once, after the file's imports, and say so at the call."""
+        dist = self.ctx.require_import("torch.distributed", alias="dist")
+        helper = AVERAGE_GRADIENTS_DEF.format(name=AVERAGE_GRADIENTS, dist=dist)
+        indent = self.ctx.module.default_indent
+        if indent != "    ":
+            helper = re.sub(r"^((?:    )+)", lambda m: indent * (len(m.group(1)) // 4), helper, flags=re.M)
+        self.ctx.add_setup(
+            original, helper.rstrip("\n"), "", unless=f"def {AVERAGE_GRADIENTS}(", label=f"`{AVERAGE_GRADIENTS}()`"
+        )
+        message = AVERAGED.format(name=AVERAGE_GRADIENTS)
+        self.ctx.review(message if process_group_planned(self.ctx) else message + NO_PROCESS_GROUP)
 
     @staticmethod
     def _step_arguments(arg: cst.Arg | None) -> str:
@@ -331,21 +458,6 @@ class OptimizerStep(Rule):
                 pairs.append(f"{key}={code_of(element.value)}")
             return ", ".join(pairs)
         return f"**{receiver(value)}"
-
-    def reduce_gradients(self, original: cst.Call, updated: cst.Call, qname: str):
-        args = bind_args(updated, REDUCE_GRADIENTS_PARAMS)
-        if data_parallel_visible(self.ctx) and args is not None and "groups" not in args:
-            self.ctx.review(
-                "gradients are averaged by DDP/FSDP during backward now; check this optimizer's model is wrapped"
-            )
-            return StatementReplacement([], fallback="delete it: DDP/FSDP average the gradients during backward")
-        self.ctx.manual(
-            original,
-            "average gradients across ranks: wrap the model in DistributedDataParallel, or all-reduce each "
-            "p.grad with dist.all_reduce and divide by dist.get_world_size()",
-            fix=ALL_REDUCE_LOOP,
-        )
-        return updated
 
 
 STEP_CLOSURE_PARAMS = ("closure", "args", "run_async")
