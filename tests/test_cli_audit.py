@@ -16,7 +16,7 @@ SARIF_SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-2.1.0.json").
 HAZARD = "import torch\n\ntorch._dynamo.config.automatic_dynamic_shapes = False\nm = torch.compile(m, dynamic=True)\n"
 LEGACY = "import torch_xla.core.xla_model as xm\n\nxm.mark_step()\n"
 CLEAN = "import torch\n\nx = torch.ones(2)\n"
-INFO_ONLY = "from torch.utils.data import DataLoader\n\nloader = DataLoader(ds, shuffle=True)\n"
+INFO_ONLY = "from torch.utils.data import DataLoader\n\nloader = DataLoader(ds, batch_size=8, shuffle=True)\n"
 
 
 @pytest.fixture

@@ -94,29 +94,51 @@ def _branch_calls(scan: FileScan) -> set[int]:
 
 
 def _may_be_tensor(scan: FileScan, value: ast.AST) -> bool:
-    """A value computed by a call or an operator (``loss = model(x)``), an item of a batch, or a
-    call other than a host read (``.item()`` is NA201); not literals, counters or attributes."""
+    """A value computed by a call or an operator on such values (``loss = model(x)``, ``loss * 2``), an item of a
+    batch, or a name assigned one of those; not literals, host reads (``.item()`` is NA201), plain builtins,
+    attributes, nor names only ever assigned host values (``avg = total / steps`` with ``total += loss.item()``)."""
+    return _tensorish(value, _tensor_names(scan))
+
+
+def _tensorish(value: ast.AST, names: set[str]) -> bool:
     if isinstance(value, ast.JoinedStr):
-        return any(_may_be_tensor(scan, v.value) for v in value.values if isinstance(v, ast.FormattedValue))
+        return any(_tensorish(v.value, names) for v in value.values if isinstance(v, ast.FormattedValue))
     if isinstance(value, ast.Call):
         return method_name(value) not in SYNC_METHODS and last_name(value) not in PLAIN_BUILTINS
     if isinstance(value, ast.Name):
-        return value.id in _computed_names(scan)
+        return value.id in names
+    if isinstance(value, ast.BinOp):
+        return _tensorish(value.left, names) or _tensorish(value.right, names)
+    if isinstance(value, ast.UnaryOp):
+        return _tensorish(value.operand, names)
     return isinstance(value, ast.Subscript)
 
 
 PLAIN_BUILTINS = frozenset({"len", "int", "float", "str", "round", "format", "repr", "type", "time", "perf_counter"})
 
 
-def _computed_names(scan: FileScan) -> set[str]:
-    """Names the file assigns from a call or an arithmetic expression (other than plain builtins)."""
-    names = scan.facts.get("computed")
+def _tensor_names(scan: FileScan) -> set[str]:
+    """Names the file assigns, anywhere, a value that may be a tensor: grown to a fixpoint, since
+    ``avg = total / n`` is a tensor exactly when ``total`` or ``n`` is one."""
+    names = scan.facts.get("tensor_names")
     if names is None:
+        assignments = list(_assignments(scan.tree))
         names = set()
-        for node in ast.walk(scan.tree):
-            if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Call, ast.BinOp)):
-                if isinstance(node.value, ast.Call) and last_name(node.value) in PLAIN_BUILTINS:
-                    continue
-                names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        scan.facts["computed"] = names
+        grown = True
+        while grown:
+            grown = False
+            for target, value in assignments:
+                if target not in names and _tensorish(value, names):
+                    names.add(target)
+                    grown = True
+        scan.facts["tensor_names"] = names
     return names
+
+
+def _assignments(tree: ast.AST):
+    """(name, value) for every ``name = value`` and ``name op= value`` of the file."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            yield from ((t.id, node.value) for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name) and node.value:
+            yield node.target.id, node.value

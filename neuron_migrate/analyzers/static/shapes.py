@@ -73,21 +73,41 @@ def trainer_compile(scan: FileScan, call: ast.Call):
 def bfd_packing(scan: FileScan, call: ast.Call):
     if last_name(call) not in SFT_CONFIGS:
         return
-    if constant(keyword(call, "padding_free")) is True:
-        yield "NA106", call, "padding_free=True flattens each batch into one sequence of varying length"
+    padding_free = keyword(call, "padding_free")
+    if _may_be_true(padding_free):
+        yield "NA106", call, _when_true(padding_free, "padding_free", "flattens each batch into one sequence of varying length")
         return
+    packing = keyword(call, "packing")
     strategy = constant(keyword(call, "packing_strategy"), "bfd")
-    if constant(keyword(call, "packing")) is True and strategy in ("bfd", "bfd_split"):
-        yield "NA106", call, f'packing=True with packing_strategy="{strategy}" turns padding-free batches on'
+    if _may_be_true(packing) and strategy in ("bfd", "bfd_split"):
+        yield "NA106", call, _when_true(packing, "packing", f'with packing_strategy="{strategy}" turns padding-free batches on')
 
 
 @check(ast.Call)
 def ragged_last_batch(scan: FileScan, call: ast.Call):
-    if last_name(call) != "DataLoader" or constant(keyword(call, "drop_last")) is True:
+    """Every batching DataLoader whose last batch may be smaller: training and evaluation alike compile a graph
+    for it. Batch size 1 (the default), ``batch_size=None`` and a ``batch_sampler`` have no ragged batch."""
+    if last_name(call) != "DataLoader" or keyword(call, "batch_sampler") is not None:
         return
-    training = constant(keyword(call, "shuffle")) is True or keyword(call, "sampler") is not None
-    if training:
+    size = keyword(call, "batch_size") or (call.args[1] if len(call.args) > 1 else None)
+    if size is None or (isinstance(size, ast.Constant) and size.value in (None, 1)):
+        return
+    drop_last = keyword(call, "drop_last") or (call.args[8] if len(call.args) > 8 else None)
+    if drop_last is None or constant(drop_last) is False:
         yield "NA107", call, ""
+    elif not isinstance(drop_last, ast.Constant):
+        yield "NA107", call, f"drop_last={ast.unparse(drop_last)}: when it is False, the last, smaller batch compiles a graph of its own"
+
+
+def _may_be_true(value: ast.AST | None) -> bool:
+    """A literal True, or a value only known at run time (``packing=args.packing``)."""
+    return value is not None and (constant(value) is True or not isinstance(value, ast.Constant))
+
+
+def _when_true(value: ast.AST, name: str, what: str) -> str:
+    if isinstance(value, ast.Constant):
+        return f"{name}=True {what}"
+    return f"{name}={ast.unparse(value)} {what} when it is true"
 
 
 @check(ast.Call)
