@@ -25,6 +25,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 USAGE_ERROR = 2
@@ -39,7 +40,7 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+        bool, typer.Option("--version", "-V", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
 ) -> None:
     """Migrate PyTorch/XLA, torch-neuronx and optimum-neuron code to TorchNeuron."""
@@ -90,8 +91,10 @@ def _fail(message: str) -> typer.Exit:
 @app.command()
 def rewrite(
     paths: Annotated[
-        list[Path], typer.Argument(exists=True, help="Files or folders to migrate.", show_default=False)
-    ],
+        Optional[list[Path]],
+        typer.Argument(help="Files or folders to migrate (default: the current folder); - reads stdin.",
+                       show_default=False),
+    ] = None,
     diff: Annotated[bool, typer.Option("--diff", help="Print the unified diff; write nothing.")] = False,
     check: Annotated[
         bool, typer.Option("--check", help="Write nothing; exit 1 if anything would change.")
@@ -112,6 +115,10 @@ def rewrite(
     jobs: Annotated[Optional[int], typer.Option("--jobs", min=1, help="Worker processes (default: CPU count).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the result cache.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors and a one-line summary.")] = False,
+    stdin_filename: Annotated[
+        Optional[str],
+        typer.Option("--stdin-filename", help="With -: the name of the file read from stdin (picks its kind)."),
+    ] = None,
 ) -> None:
     """Rewrite legacy Neuron code in place (or show / check what would change)."""
     from neuron_migrate.config import ConfigError, load_config
@@ -123,6 +130,14 @@ def rewrite(
         raise typer.BadParameter("use either --diff or --check, not both", param_hint="--diff/--check")
     selected = rule_ids(select, "--select")
     ignored = rule_ids(ignore, "--ignore")
+    paths = paths or [Path(".")]
+    if Path("-") in paths:
+        if len(paths) > 1:
+            raise _fail("- (stdin) cannot be combined with other paths")
+        raise typer.Exit(_rewrite_stdin(stdin_filename or "stdin.py", selected, ignored, no_comments, diff, check))
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        raise _fail(f"no such file or folder: {', '.join(missing)}")
     report_format = _report_format(report)
     mode = "diff" if diff else "check" if check else "write"
 
@@ -171,6 +186,33 @@ class FailOn(str, Enum):
     warning = "warning"
     error = "error"
     never = "never"
+
+
+def _rewrite_stdin(name: str, select, ignore, no_comments: bool, diff: bool, check: bool) -> int:
+    """``rewrite -``: the file read from stdin, rewritten on stdout (or its diff with --diff, nothing with
+    --check); findings go to stderr. Exit codes as for files."""
+    from neuron_migrate.migrate.discover import kind_of
+    from neuron_migrate.migrate.runner import rule_plan
+    from neuron_migrate.migrate.sources import ADAPTERS
+    from neuron_migrate.report.model import CHANGED, FAILED
+
+    data = sys.stdin.buffer.read()
+    kind = kind_of(name) or "python"
+    outcome = ADAPTERS[kind](data, name, rule_plan(tuple(select or ()), tuple(ignore or ())), no_comments)
+    for finding in outcome.findings:
+        typer.echo(f"{name}:{finding.span.line}:{finding.span.column}: {finding.rule} [{finding.safety}] "
+                   f"{finding.message}", err=True)
+    if outcome.status == FAILED:
+        typer.echo(f"neuron-migrate: error: {outcome.error}", err=True)
+        sys.stdout.buffer.write(data if not (diff or check) else b"")
+        return USAGE_ERROR
+    changed = outcome.status == CHANGED
+    if diff:
+        sys.stdout.write(outcome.diff)
+    elif not check:
+        sys.stdout.buffer.write(outcome.output if changed else data)
+    sys.stdout.flush()
+    return 1 if changed else 0
 
 
 @app.command(context_settings={"allow_interspersed_args": True})
@@ -425,6 +467,7 @@ def _print_rule(rule) -> None:
 
 @app.command(
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "allow_interspersed_args": False},
+    options_metavar="[OPTIONS] (SCRIPT | -m MODULE) [ARGS]...",
 )
 def emulate(
     ctx: typer.Context,

@@ -98,7 +98,32 @@ def test_diff_and_check_together_is_a_usage_error(cli, project):
 def test_missing_path_or_bad_flag_is_a_usage_error(cli, project):
     assert cli("rewrite", project / "nope.py").exit_code == 2
     assert cli("rewrite", "--bogus", project).exit_code == 2
-    assert cli("rewrite").exit_code == 2
+    assert cli("rewrite", "-", project).exit_code == 2
+
+
+def test_rewrite_without_paths_takes_the_current_folder(cli, project):
+    result = cli("rewrite", "--check")
+    assert result.exit_code == 1 and "legacy.py:6:5: NM110" in result.stdout
+    assert (project / "legacy.py").read_text() == LEGACY
+
+
+def _stdin(*args, text):
+    return CliRunner().invoke(app, ["rewrite", "-", *args], input=text, catch_exceptions=False)
+
+
+def test_rewrite_of_stdin_prints_the_rewritten_code(project):
+    changed = _stdin(text=LEGACY)
+    assert changed.exit_code == 1 and changed.stdout == MIGRATED
+    assert "stdin.py:6:5: NM110 [safe]" in changed.stderr
+    clean = _stdin(text=CLEAN)
+    assert clean.exit_code == 0 and clean.stdout == CLEAN
+    diff = _stdin("--diff", "--stdin-filename", "train.py", text=LEGACY)
+    assert diff.exit_code == 1 and diff.stdout.startswith("--- a/train.py\n+++ b/train.py\n")
+    assert _stdin("--check", text=LEGACY).stdout == ""
+    broken = _stdin(text="def (:\n")
+    assert broken.exit_code == 2 and broken.stdout == "def (:\n" and "syntax error" in broken.stderr
+    shell = _stdin("--stdin-filename", "run.sh", text="export XLA_USE_BF16=1\npython train.py\n")
+    assert shell.exit_code == 1 and "XLA_USE_BF16=1" not in shell.stdout.replace("# ", "")
     assert (project / "legacy.py").read_text() == LEGACY
 
 
