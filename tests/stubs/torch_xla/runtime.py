@@ -1,3 +1,5 @@
+import os
+
 from torch_xla.core import xla_model as _xm
 
 
@@ -14,4 +16,6 @@ def local_ordinal():
 
 
 def device_type():
-    return "CPU"
+    # As torch_xla does: the PJRT device type, "NEURON" on Trainium (PJRT_DEVICE=NEURON).
+    pjrt_device = os.environ.get("PJRT_DEVICE", "CPU")
+    return pjrt_device.split("_")[0]

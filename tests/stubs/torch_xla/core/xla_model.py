@@ -20,6 +20,12 @@ def xla_device(n=None):
     return torch.device("cpu")
 
 
+def xla_device_hw(device):
+    from torch_xla import runtime
+
+    return runtime.device_type()
+
+
 def get_ordinal():
     return dist.get_rank() if _distributed() else int(os.environ.get("RANK", "0"))
 
