@@ -258,3 +258,10 @@ def test_a_device_name_from_outside_accepts_both_names_and_is_reviewed(migrate):
     assert 'if args.device not in ("neuron", "xla"):' in result.code
     (finding,) = [f for f in result.findings if f.rule == "NM106"]
     assert finding.safety == "review" and "launch" in finding.risks
+
+
+def test_a_device_option_with_choices_from_elsewhere_is_told_to_accept_neuron(migrate):
+    source = 'import argparse\n\nparser = argparse.ArgumentParser()\nparser.add_argument("--device", default="xla", choices=DEVICES)\n'
+    code = migrate(source).code
+    assert 'default="neuron", choices=DEVICES)' in code
+    assert 'add "neuron" to its choices' in code

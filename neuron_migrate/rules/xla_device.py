@@ -12,7 +12,7 @@ import re
 import libcst as cst
 
 from neuron_migrate.migrate.context import code_of
-from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleMeta, StatementReplacement, register
+from neuron_migrate.rules.base import REVIEW, SAFE, Example, Rule, RuleMeta, StatementReplacement, register
 from neuron_migrate.rules.calls import ComparisonRule, bind_args, literal
 
 DOCS_CHANGES = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
@@ -107,16 +107,25 @@ def neuron_device_code(ctx, call: cst.Call, qname: str) -> str | None:
     return f'{torch}.device("neuron", {ctx.code(index.value)})'
 
 
-def xla_device_call(ctx, call: cst.Call) -> str | None:
-    """The XLA device constructor ``call`` makes, also through a name only a compatibility shim
-    imports (``try: import torch_xla.core.xla_model as xm``), which is never resolved."""
-    qname = ctx.any_qualified_name(call.func, XLA_DEVICE_CALLS.keys())
-    if qname is not None or not ctx.is_shim_name(call.func):
+def xla_device_constructor(ctx, node: cst.CSTNode) -> str | None:
+    """The XLA device constructor ``node`` names (``xm.xla_device``, ``torch_xla.device``), also
+    through a name only a compatibility shim imports (``try: import torch_xla.core.xla_model as
+    xm``), which is never resolved."""
+    dotted = code_of(node) if isinstance(node, (cst.Name, cst.Attribute)) else ""
+    last = dotted.rpartition(".")[2]
+    if last not in ("xla_device", "device"):
+        return None  # cheap: most names are neither
+    qname = ctx.any_qualified_name(node, XLA_DEVICE_CALLS.keys())
+    if qname is not None or not ctx.is_shim_name(node):
         return qname
-    dotted = code_of(call.func)
     if dotted == "torch_xla.device":
-        return "torch_xla.device"
-    return "torch_xla.core.xla_model.xla_device" if dotted.rpartition(".")[2] == "xla_device" else None
+        return dotted
+    return "torch_xla.core.xla_model.xla_device" if last == "xla_device" else None
+
+
+def xla_device_call(ctx, call: cst.Call) -> str | None:
+    """The XLA device constructor ``call`` calls, if it is one."""
+    return xla_device_constructor(ctx, call.func)
 
 
 # Keyword arguments and parameters whose value is a device spec, in any call.
@@ -500,11 +509,7 @@ class LegacyDeviceNameAccepted(Rule):
 
     def _note_constructor(self, node: cst.CSTNode) -> None:
         """The enclosing function names an XLA device constructor (called or not: ``{"xla": xm.xla_device}``)."""
-        if not self.functions or self.functions[-1][0]:
-            return
-        if self.ctx.any_qualified_name(node, XLA_DEVICE_CALLS.keys()) or (
-            self.ctx.is_shim_name(node) and code_of(node).rpartition(".")[2] == "xla_device"
-        ):
+        if self.functions and not self.functions[-1][0] and xla_device_constructor(self.ctx, node):
             self.functions[-1][0] = True
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -548,7 +553,9 @@ class LegacyDeviceNameAccepted(Rule):
             return self.ctx.expr(text)
         if id(original) in self.options:
             self.ctx.note('--device option defaults to "neuron" and accepts it')
-            self.ctx.review(_OPTION_REVIEW)
+            choices = next((a.value for a in updated.args if a.keyword and a.keyword.value == "choices"), None)
+            fixed = choices is None or isinstance(choices, (cst.Tuple, cst.List, cst.Set))
+            self.ctx.review(_OPTION_REVIEW if fixed else _OPTION_REVIEW + '; add "neuron" to its choices')
             return self._option_change(updated)
         return updated
 
