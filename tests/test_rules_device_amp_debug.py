@@ -265,3 +265,21 @@ def test_a_device_option_with_choices_from_elsewhere_is_told_to_accept_neuron(mi
     code = migrate(source).code
     assert 'default="neuron", choices=DEVICES)' in code
     assert 'add "neuron" to its choices' in code
+
+
+@pytest.mark.parametrize(
+    ("condition", "folded"),
+    [
+        ('xr.device_type() == "TPU" and x', "False"),
+        ('xr.device_type() == "TPU" and x and y', "False"),
+        ('xr.device_type() == "NEURON" or x', "True"),
+        ('xr.device_type() == "NEURON" and x', "x"),
+        ('xr.device_type() == "CUDA" or x and y', "x and y"),
+        # A known right operand decides nothing: x is still evaluated, and is the value when falsy.
+        ('x and xr.device_type() == "TPU"', "x and False"),
+    ],
+)
+def test_a_condition_a_device_type_check_decides_is_folded_whole(migrate, condition, folded):
+    result = migrate(f"import torch_xla.runtime as xr\n\nok = {condition}\n")
+    assert result.code.endswith(f"\nok = {folded}\n")
+    assert migrate(result.code).code == result.code

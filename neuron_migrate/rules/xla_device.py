@@ -667,6 +667,19 @@ def device_type_check(ctx, node: cst.Comparison) -> tuple[cst.Call, bool] | None
     return None
 
 
+def known_condition(ctx, node: cst.CSTNode) -> tuple[cst.Call, bool] | None:
+    """A device-type check, or ``check and x`` / ``check or x`` that the check decides: the query
+    and the value on Trainium. Only a known left operand decides: ``x and False`` still evaluates x."""
+    if isinstance(node, cst.Comparison):
+        return device_type_check(ctx, node)
+    if not isinstance(node, cst.BooleanOperation):
+        return None
+    check = known_condition(ctx, node.left)
+    if check is None or check[1] is not isinstance(node.operator, cst.Or):
+        return None
+    return check
+
+
 def block_statements(block: cst.BaseSuite) -> list[cst.BaseStatement]:
     """The statements of an ``if``/``else`` body, ready to stand one level up."""
     if isinstance(block, cst.IndentedBlock):
@@ -734,12 +747,36 @@ class RuntimeDeviceQueries(Rule):
         self.folded_queries: set[int] = set()
         self.if_tests: set[int] = set()
         self.elifs: set[int] = set()
+        # id(``check and x`` / ``check or x``) -> (query, value of the check, value of the whole or None)
+        self.conditions: dict[int, tuple[cst.Call, bool, bool | None]] = {}
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         check = device_type_check(self.ctx, node)
         if check is not None:
             self.checks[id(node)] = check
             self.folded_queries.add(id(check[0]))
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        check = known_condition(self.ctx, node.left)
+        if check is None:
+            return
+        query, value = check
+        whole = known_condition(self.ctx, node)
+        self.conditions[id(node)] = (query, value, None if whole is None else whole[1])
+        self.if_tests.add(id(node.left))  # folded with its condition, in one edit
+        if whole is not None:
+            self.checks[id(node)] = whole
+
+    def leave_BooleanOperation(self, original: cst.BooleanOperation, updated: cst.BooleanOperation):
+        condition = self.conditions.get(id(original))
+        if condition is None:
+            return updated
+        query, value, whole = condition
+        if whole is not None and id(original) in self.if_tests:
+            return updated  # the ``if`` keeps the branch it decides
+        self.ctx.note(f"device-type check folded to {value}, its value on Trainium")
+        self.ctx.review(self._fold_message(query, value))
+        return cst.Name(str(whole)) if whole is not None else updated.right
 
     def visit_If(self, node: cst.If) -> None:
         self.if_tests.add(id(node.test))
