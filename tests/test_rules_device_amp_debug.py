@@ -283,3 +283,32 @@ def test_a_condition_a_device_type_check_decides_is_folded_whole(migrate, condit
     result = migrate(f"import torch_xla.runtime as xr\n\nok = {condition}\n")
     assert result.code.endswith(f"\nok = {folded}\n")
     assert migrate(result.code).code == result.code
+
+
+def test_a_device_helper_not_recognised_is_marked_at_its_def(migrate):
+    source = (
+        "import torch_xla.core.xla_model as xm\n"
+        "from transformers.utils import is_torch_xla_available\n\n\n"
+        "def get_device(name):\n"
+        "    if is_torch_xla_available():\n"
+        "        def probe():\n"
+        "            return 1\n"
+        '    makers = {"xla": xm.xla_device}\n'
+        "    return makers[name]()\n"
+    )
+    lines = migrate(source).code.splitlines()
+    marker = lines.index("def get_device(name):") - 1
+    assert lines[marker].startswith("# TODO(neuron-migrate NM106): this helper picks the device by name")
+
+
+def test_a_recognised_device_helper_gets_no_todo(migrate):
+    source = (
+        "import torch\nimport torch_xla.core.xla_model as xm\n\n\n"
+        "def get_device(name):\n"
+        '    if name == "xla":\n'
+        "        return xm.xla_device()\n"
+        '    return torch.device("cpu")\n'
+    )
+    result = migrate(source)
+    assert 'if name in ("neuron", "xla"):\n        return torch.device("neuron")' in result.code
+    assert not [f for f in result.findings if f.rule == "NM106" and f.safety == "manual"]

@@ -111,15 +111,14 @@ def xla_device_constructor(ctx, node: cst.CSTNode) -> str | None:
     """The XLA device constructor ``node`` names (``xm.xla_device``, ``torch_xla.device``), also
     through a name only a compatibility shim imports (``try: import torch_xla.core.xla_model as
     xm``), which is never resolved."""
-    dotted = code_of(node) if isinstance(node, (cst.Name, cst.Attribute)) else ""
-    last = dotted.rpartition(".")[2]
+    last = node.attr.value if isinstance(node, cst.Attribute) else getattr(node, "value", None)
     if last not in ("xla_device", "device"):
         return None  # cheap: most names are neither
     qname = ctx.any_qualified_name(node, XLA_DEVICE_CALLS.keys())
     if qname is not None or not ctx.is_shim_name(node):
         return qname
-    if dotted == "torch_xla.device":
-        return dotted
+    if code_of(node) == "torch_xla.device":
+        return "torch_xla.device"
     return "torch_xla.core.xla_model.xla_device" if last == "xla_device" else None
 
 
@@ -405,6 +404,41 @@ _UNKNOWN_HELPER = (
 )
 
 
+_XLA_CONSTRUCTOR_WORDS = re.compile(r"xla_device\b|torch_xla\.device\b")
+
+
+class _HelperShape(cst.CSTVisitor):
+    """Whether a function body (its nested functions and classes left out) names an XLA device
+    constructor and picks something by the name "xla" in a way no rule rewrote."""
+
+    def __init__(self, ctx, handled: dict[int, str]) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.handled = handled
+        self.makes_device = False
+        self.picks_by_name = False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        test = legacy_name_test(node)
+        if test is not None and id(node) not in self.handled and not names_a_device(test[0]):
+            self.picks_by_name = True
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        self.picks_by_name = self.picks_by_name or _is_bare_xla(node.key)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.makes_device = self.makes_device or xla_device_constructor(self.ctx, node) is not None
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.makes_device = self.makes_device or xla_device_constructor(self.ctx, node) is not None
+
+
 @register
 class LegacyDeviceNameAccepted(Rule):
     """A device name the program is given may still say ``"xla"`` after the migration.
@@ -469,8 +503,6 @@ class LegacyDeviceNameAccepted(Rule):
         self.helper_tests: set[int] = set()
         self.shim_calls: dict[int, str] = {}  # id(call) -> the XLA constructor it stands for
         self.options: set[int] = set()
-        # per enclosing function: [makes the XLA device, picks a branch by "xla" in a way not handled]
-        self.functions: list[list[bool]] = []
 
     # -- recording, top-down ------------------------------------------------------------------
     def visit_If(self, node: cst.If) -> None:
@@ -494,23 +526,6 @@ class LegacyDeviceNameAccepted(Rule):
             self.tests[id(node)] = _SETTING_REVIEW
         elif id(node) in self.helper_tests and not names_a_device(operand):
             self.tests[id(node)] = _HELPER_REVIEW
-        elif not names_a_device(operand) and self.functions:
-            self.functions[-1][1] = True
-
-    def visit_DictElement(self, node: cst.DictElement) -> None:
-        if _is_bare_xla(node.key) and self.functions:
-            self.functions[-1][1] = True
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        self._note_constructor(node)
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self._note_constructor(node)
-
-    def _note_constructor(self, node: cst.CSTNode) -> None:
-        """The enclosing function names an XLA device constructor (called or not: ``{"xla": xm.xla_device}``)."""
-        if self.functions and not self.functions[-1][0] and xla_device_constructor(self.ctx, node):
-            self.functions[-1][0] = True
 
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "add_argument":
@@ -520,15 +535,15 @@ class LegacyDeviceNameAccepted(Rule):
             if any(_names_a_device_setting(name) for name in names) and self._option_change(node) is not node:
                 self.options.add(id(node))
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.functions.append([False, False])
-
     # -- rewriting, bottom-up -----------------------------------------------------------------
     def leave_Comparison(self, original: cst.Comparison, updated: cst.Comparison):
         message = self.tests.get(id(original))
         if message is None:
             return updated
-        operand, legacy = legacy_name_test(updated)
+        test = legacy_name_test(updated)
+        if test is None:
+            return updated
+        operand, legacy = test
         target = updated.comparisons[0]
         negated = isinstance(target.operator, (cst.NotEqual, cst.NotIn))
         if isinstance(legacy, cst.SimpleString):
@@ -560,9 +575,13 @@ class LegacyDeviceNameAccepted(Rule):
         return updated
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
-        makes_device, unhandled = self.functions.pop()
-        if makes_device and unhandled:
-            self.ctx.manual(original, _UNKNOWN_HELPER)
+        if "makes_xla_device" not in self.ctx.facts:
+            self.ctx.facts["makes_xla_device"] = bool(_XLA_CONSTRUCTOR_WORDS.search(self.ctx.module.code))
+        if self.ctx.facts["makes_xla_device"]:
+            shape = _HelperShape(self.ctx, self.tests)
+            original.body.visit(shape)
+            if shape.makes_device and shape.picks_by_name:
+                self.ctx.manual(original, _UNKNOWN_HELPER)
         return updated
 
     @staticmethod
