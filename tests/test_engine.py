@@ -38,7 +38,7 @@ def test_a_replacement_inside_an_fstring_takes_the_other_quotes(migrate):
     source = 'import torch_xla.runtime as xr\n\nprint(f"running on {xr.device_type()}")\n'
     code = migrate(source).code
     ast.parse(code)
-    assert "print(f\"running on {'neuron'}\")" in code
+    assert "print(f\"running on {'NEURON'}\")" in code
 
 
 def test_an_unused_legacy_import_is_removed_and_explained(migrate):

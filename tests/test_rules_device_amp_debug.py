@@ -3,7 +3,14 @@ cannot show (the table's lookup order, flag editing, prefilter triggers, import 
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+
 import pytest
+
+from conftest import ROOT
 
 from neuron_migrate.migrate.prefilter import Prefilter
 from neuron_migrate.rules.base import get_rule
@@ -138,3 +145,170 @@ def test_an_attribute_named_like_a_legacy_import_does_not_keep_it(migrate):
     )
     result = migrate(source)
     assert result.code == "import torch\n\nOPTIMIZER = torch.optim.SGD\n"
+
+
+# --- device-type checks and device names: what the migrated program does ---------------------------------------
+
+DEVICE_CHOICE = ROOT / "tests" / "emulator_programs" / "device_choice.py"
+STUBS = ROOT / "tests" / "stubs"
+LAUNCHER_VARS = ("LOCAL_RANK", "RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_WORLD_SIZE", "PJRT_DEVICE")
+
+
+def _program_env(*paths, **extra):
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
+    env.update(OMP_NUM_THREADS="1", **extra)
+    env["PYTHONPATH"] = os.pathsep.join([*map(str, paths), str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def _run(args, cwd, env):
+    proc = subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    return proc.stdout.strip().splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_migrated_device_choice_takes_the_trainium_branch_on_the_neuron_device(tmp_path):
+    """The legacy script on the torch_xla test double as on Trainium (PJRT_DEVICE=NEURON), then its
+    migration on the emulated device, given the old ``--device xla``, the new name, or nothing."""
+    legacy = _run([str(DEVICE_CHOICE), "--device", "xla"], tmp_path, _program_env(STUBS, PJRT_DEVICE="NEURON"))
+    assert legacy == "batch_size=4 device=cpu place=accelerator"
+
+    shutil.copy(DEVICE_CHOICE, tmp_path / "device_choice.py")
+    rewrite = subprocess.run([sys.executable, "-m", "neuron_migrate", "rewrite", "-q", str(tmp_path)],
+                             env=_program_env(), capture_output=True, text=True, timeout=120)
+    assert rewrite.returncode == 1, rewrite.stdout + rewrite.stderr
+    assert "import torch_xla" not in (tmp_path / "device_choice.py").read_text()
+
+    for args in (["--device", "xla"], ["--device", "neuron"], []):
+        migrated = _run(["-m", "neuron_migrate", "emulate", "device_choice.py", *args], tmp_path, _program_env())
+        assert migrated == "batch_size=4 device=neuron place=accelerator", args
+
+
+@pytest.mark.parametrize(
+    ("check", "value"),
+    [
+        ('xr.device_type() == "NEURON"', "True"),
+        ('"TPU" == xr.device_type()', "False"),
+        ('xr.device_type() != "NEURON"', "False"),
+        ('xr.device_type() == "neuron"', "False"),  # torch_xla never answered in lower case
+        ('xr.device_type() in ("TPU", "NEURON")', "True"),
+        ('xr.device_type() not in ["CPU"]', "True"),
+        ('xm.xla_device_hw(dev) == "CUDA"', "False"),
+    ],
+)
+def test_a_device_type_check_folds_to_its_value_on_trainium(migrate, check, value):
+    source = f"import torch_xla.core.xla_model as xm\nimport torch_xla.runtime as xr\n\nok = {check}\n"
+    result = migrate(source)
+    assert result.code.endswith(f"\nok = {value}\n")
+    (finding,) = [f for f in result.findings if f.rule == "NM104"]
+    assert finding.safety == "review" and f"always {value}" in finding.fix
+
+
+def test_a_device_type_compared_with_a_variable_keeps_its_trainium_value(migrate):
+    result = migrate('import torch_xla.runtime as xr\n\nok = xr.device_type() == wanted\n')
+    assert result.code == 'ok = "NEURON" == wanted\n'
+
+
+def test_an_if_on_a_device_type_check_keeps_the_branch_trainium_took(migrate):
+    source = (
+        "import torch_xla.runtime as xr\n\n\n"
+        "def pick():\n"
+        '    if xr.device_type() == "NEURON": size = 4\n'
+        "    else:\n"
+        "        size = 16\n"
+        '    if xr.device_type() == "TPU":\n'
+        "        return size * 2\n"
+        "    return size\n"
+    )
+    code = migrate(source).code
+    assert "    size = 4\n" in code and "16" not in code
+    # Nothing of the never-taken block may stand in its place, so it stays, marked, under `if False:`.
+    assert '    if False:\n        return size * 2\n' in code and "delete the block" in code
+    assert migrate(code).code == code
+
+
+@pytest.mark.parametrize(
+    ("value", "outside"),
+    [
+        ("device", True),
+        ("args.device", True),
+        ("self.device", True),
+        ("self.args.eval_device", True),
+        ('config["device"]', True),
+        ('os.environ["DEVICE"]', True),
+        ('os.environ.get("DEVICE", "cpu")', True),
+        ("sys.argv[1]", True),
+        ("batch.device", False),
+        ("device.type", False),
+        ("str(device)", False),
+        ("kind", False),
+    ],
+)
+def test_device_names_from_outside_are_told_from_device_objects(value, outside):
+    import libcst as cst
+
+    from neuron_migrate.rules.xla_device import from_outside
+
+    assert from_outside(cst.parse_expression(value)) is outside
+
+
+def test_a_device_name_from_outside_accepts_both_names_and_is_reviewed(migrate):
+    result = migrate('import torch\n\nif args.device != "xla":\n    x = torch.ones(1)\n')
+    assert 'if args.device not in ("neuron", "xla"):' in result.code
+    (finding,) = [f for f in result.findings if f.rule == "NM106"]
+    assert finding.safety == "review" and "launch" in finding.risks
+
+
+def test_a_device_option_with_choices_from_elsewhere_is_told_to_accept_neuron(migrate):
+    source = 'import argparse\n\nparser = argparse.ArgumentParser()\nparser.add_argument("--device", default="xla", choices=DEVICES)\n'
+    code = migrate(source).code
+    assert 'default="neuron", choices=DEVICES)' in code
+    assert 'add "neuron" to its choices' in code
+
+
+@pytest.mark.parametrize(
+    ("condition", "folded"),
+    [
+        ('xr.device_type() == "TPU" and x', "False"),
+        ('xr.device_type() == "TPU" and x and y', "False"),
+        ('xr.device_type() == "NEURON" or x', "True"),
+        ('xr.device_type() == "NEURON" and x', "x"),
+        ('xr.device_type() == "CUDA" or x and y', "x and y"),
+        # A known right operand decides nothing: x is still evaluated, and is the value when falsy.
+        ('x and xr.device_type() == "TPU"', "x and False"),
+    ],
+)
+def test_a_condition_a_device_type_check_decides_is_folded_whole(migrate, condition, folded):
+    result = migrate(f"import torch_xla.runtime as xr\n\nok = {condition}\n")
+    assert result.code.endswith(f"\nok = {folded}\n")
+    assert migrate(result.code).code == result.code
+
+
+def test_a_device_helper_not_recognised_is_marked_at_its_def(migrate):
+    source = (
+        "import torch_xla.core.xla_model as xm\n"
+        "from transformers.utils import is_torch_xla_available\n\n\n"
+        "def get_device(name):\n"
+        "    if is_torch_xla_available():\n"
+        "        def probe():\n"
+        "            return 1\n"
+        '    makers = {"xla": xm.xla_device}\n'
+        "    return makers[name]()\n"
+    )
+    lines = migrate(source).code.splitlines()
+    marker = lines.index("def get_device(name):") - 1
+    assert lines[marker].startswith("# TODO(neuron-migrate NM106): this helper picks the device by name")
+
+
+def test_a_recognised_device_helper_gets_no_todo(migrate):
+    source = (
+        "import torch\nimport torch_xla.core.xla_model as xm\n\n\n"
+        "def get_device(name):\n"
+        '    if name == "xla":\n'
+        "        return xm.xla_device()\n"
+        '    return torch.device("cpu")\n'
+    )
+    result = migrate(source)
+    assert 'if name in ("neuron", "xla"):\n        return torch.device("neuron")' in result.code
+    assert not [f for f in result.findings if f.rule == "NM106" and f.safety == "manual"]

@@ -51,6 +51,12 @@ def xla_device(n=None):
     return torch.device("cpu")
 
 
+def xla_device_hw(device):
+    from torch_xla import runtime
+
+    return runtime.device_type()
+
+
 def get_ordinal():
     return dist.get_rank() if dist.is_initialized() else int(os.environ.get("RANK", "0"))
 
@@ -191,9 +197,3 @@ def broadcast_master_param(model):
         data = param.data if get_ordinal() == 0 else torch.zeros_like(param.data)
         _all_reduce(data, dist.ReduceOp.SUM)
         param.data.copy_(data)
-
-
-def xla_device_hw(device):
-    import torch_xla.runtime as xr
-
-    return xr.device_type()
