@@ -161,8 +161,9 @@ def rewrite(
 
     if diff:
         for file_result in result.files:
-            if file_result.diff:
-                sys.stdout.write(file_result.diff if file_result.diff.endswith("\n") else file_result.diff + "\n")
+            patch = file_result.patch or file_result.diff
+            if patch:
+                sys.stdout.write(patch if patch.endswith("\n") else patch + "\n")
         sys.stdout.flush()
 
     if report is not None:

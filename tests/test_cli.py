@@ -476,3 +476,25 @@ def test_progress_bar_only_for_long_runs():
     with terminal.RunProgress(None) as progress:
         progress(1, 500, "a.py")
         assert progress.bar is None
+
+
+@pytest.mark.slow
+def test_the_diff_of_an_example_project_applies_with_git_apply(tmp_path):
+    """`rewrite --diff > migration.patch` is a patch git takes whole, notebooks included (as JSON text)."""
+    import shutil
+
+    project = tmp_path / "project"
+    shutil.copytree(ROOT / "examples" / "xla-training", project)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=project, check=True)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    diff = subprocess.run([sys.executable, "-m", "neuron_migrate", "rewrite", "--diff", "--no-cache", "."],
+                          cwd=project, env=env, capture_output=True, text=True)
+    assert diff.returncode == 1, diff.stderr
+    assert "+++ b/explore.ipynb\n" in diff.stdout and ":cell " not in diff.stdout
+    patch = tmp_path / "migration.patch"
+    patch.write_text(diff.stdout)
+    subprocess.run([*git, "apply", str(patch)], cwd=project, check=True)
+    after = subprocess.run([sys.executable, "-m", "neuron_migrate", "rewrite", "--check", "--no-cache", "."],
+                           cwd=project, env=env, capture_output=True, text=True)
+    assert after.returncode == 0, after.stdout  # the applied patch is exactly the rewrite

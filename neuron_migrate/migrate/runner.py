@@ -21,7 +21,7 @@ from neuron_migrate.migrate.cache import Cache, PlanSummary, launched_sources
 from neuron_migrate.migrate.discover import SourceFile, discover
 from neuron_migrate.migrate.prefilter import Prefilter
 from neuron_migrate.migrate.sources import ADAPTERS, Outcome
-from neuron_migrate.migrate.write import atomic_write
+from neuron_migrate.migrate.write import atomic_write, unified_diff
 from neuron_migrate.report.model import CHANGED, FAILED, SKIPPED, FileResult, Report
 
 if TYPE_CHECKING:
@@ -146,6 +146,8 @@ class _Results:
         )
         if outcome.status != CHANGED or outcome.output is None:
             return result
+        if self.mode == "diff" and task.kind == "notebook":
+            result.patch = unified_diff(task.data.decode("utf-8"), outcome.output.decode("utf-8"), task.path)
         if self.mode == "write":
             try:
                 atomic_write(self.sources[task.index].real, outcome.output)

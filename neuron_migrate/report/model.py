@@ -89,6 +89,9 @@ class FileResult:
     diff: str = ""
     error: str = ""
     cached: bool = False
+    # What `rewrite --diff` prints when ``diff`` is not a patch `git apply` takes (a notebook's diff is per cell):
+    # the unified diff of the file's own text. Not part of the JSON report.
+    patch: str = ""
 
     @property
     def edits(self) -> list[Finding]:
