@@ -63,13 +63,12 @@ def _unknown_message(rule_id: str) -> str:
     return f"unknown rule id {rule_id!r}{hint}"
 
 
-def _report_format(path: Path | None) -> str | None:
-    if path is None:
-        return None
+def _report_formats(paths: list[Path] | None) -> list[tuple[Path, str]]:
+    """(path, format) of every --report given: the option may be repeated (--report a.sarif --report b.html)."""
     from neuron_migrate.report.render import format_for_path
 
     try:
-        return format_for_path(path)
+        return [(path, format_for_path(path)) for path in paths or ()]
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--report") from None
 
@@ -100,8 +99,9 @@ def rewrite(
         bool, typer.Option("--check", help="Write nothing; exit 1 if anything would change.")
     ] = False,
     report: Annotated[
-        Optional[Path],
-        typer.Option("--report", help="Write a report; the format follows the extension: .json .sarif .md .html."),
+        Optional[list[Path]],
+        typer.Option("--report", help="Write a report; the format follows the extension: .json .sarif .md .html. "
+                                      "Repeat it for several."),
     ] = None,
     select: Annotated[
         Optional[list[str]], typer.Option("--select", help="Only these rule ids or prefixes (NM1,NM130).")
@@ -138,7 +138,7 @@ def rewrite(
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         raise _fail(f"no such file or folder: {', '.join(missing)}")
-    report_format = _report_format(report)
+    reports = _report_formats(report)
     mode = "diff" if diff else "check" if check else "write"
 
     try:
@@ -166,11 +166,12 @@ def rewrite(
                 sys.stdout.write(patch if patch.endswith("\n") else patch + "\n")
         sys.stdout.flush()
 
-    if report is not None:
-        report.parent.mkdir(parents=True, exist_ok=True)
-        report.write_text(render(result, report_format, rules=catalog.catalog()), encoding="utf-8")
+    rules = catalog.catalog() if reports else {}
+    for path, report_format in reports:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render(result, report_format, rules=rules), encoding="utf-8")
 
-    terminal.show(result, str(report) if report is not None else None)
+    terminal.show(result, ", ".join(str(path) for path, _ in reports) or None)
     raise typer.Exit(result.exit_code())
 
 

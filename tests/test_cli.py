@@ -498,3 +498,10 @@ def test_the_diff_of_an_example_project_applies_with_git_apply(tmp_path):
     after = subprocess.run([sys.executable, "-m", "neuron_migrate", "rewrite", "--check", "--no-cache", "."],
                            cwd=project, env=env, capture_output=True, text=True)
     assert after.returncode == 0, after.stdout  # the applied patch is exactly the rewrite
+
+
+def test_report_may_be_repeated_for_several_formats(cli, project):
+    result = cli("rewrite", "--check", project, "--report", "out/r.json", "--report", "out/r.sarif")
+    assert result.exit_code == 1
+    assert json.loads((project / "out" / "r.json").read_text())["files"]
+    assert json.loads((project / "out" / "r.sarif").read_text())["version"] == "2.1.0"
