@@ -7,6 +7,7 @@ be processed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -29,6 +30,7 @@ app = typer.Typer(
 )
 
 USAGE_ERROR = 2
+INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
 
 
 def _version(value: bool) -> None:
@@ -80,6 +82,15 @@ def _check_configured_ids(config) -> None:
         if unknown:
             where = f"{config.source}: [tool.neuron-migrate] {key}" if config.source else f"--{key}"
             raise _fail(f"{where}: " + "; ".join(_unknown_message(i) for i in unknown))
+
+
+@contextlib.contextmanager
+def _interruptible():
+    try:
+        yield
+    except KeyboardInterrupt:
+        typer.echo("neuron-migrate: interrupted; every file is either untouched or fully written", err=True)
+        raise typer.Exit(INTERRUPTED) from None
 
 
 def _fail(message: str) -> typer.Exit:
@@ -156,7 +167,7 @@ def rewrite(
 
     # With --diff, stdout carries the patch alone so that `rewrite --diff > change.patch` works.
     terminal = Terminal(out=sys.stderr if diff else sys.stdout, quiet=quiet)
-    with terminal.progress() as progress:
+    with terminal.progress() as progress, _interruptible():
         result = run(paths, config, mode=mode, progress=progress)
 
     if diff:
@@ -296,7 +307,7 @@ def audit(
 
     terminal = Terminal(out=sys.stderr if output is None and output_format is not AuditFormat.table else sys.stdout,
                         quiet=quiet)
-    with terminal.progress() as progress:
+    with terminal.progress() as progress, _interruptible():
         result = auditing.audit(targets, config, progress=progress) if targets else auditing.empty_report()
     notes: list[str] = []
     program_failed = False
@@ -507,7 +518,21 @@ def emulate(
 
 
 def main() -> None:
+    _arm_interrupts()
     app(prog_name="neuron-migrate")
+
+
+def _arm_interrupts() -> None:
+    """Ctrl-C stops a run at once (the commands say so and exit 130); a second Ctrl-C while the first one is
+    being handled ends the process immediately."""
+    import signal
+
+    def first(signum, frame):
+        signal.signal(signal.SIGINT, lambda *_: os._exit(INTERRUPTED))
+        raise KeyboardInterrupt
+
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, first)
 
 
 if __name__ == "__main__":

@@ -505,3 +505,40 @@ def test_report_may_be_repeated_for_several_formats(cli, project):
     assert result.exit_code == 1
     assert json.loads((project / "out" / "r.json").read_text())["files"]
     assert json.loads((project / "out" / "r.sarif").read_text())["version"] == "2.1.0"
+
+
+def _interrupted_run(tmp_path, signals: int):
+    import signal
+    import time
+
+    legacy = (ROOT / "examples" / "xla-training" / "train.py").read_text(encoding="utf-8")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for number in range(300):
+        (tree / f"train_{number}.py").write_text(legacy, encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    run = subprocess.Popen([sys.executable, "-m", "neuron_migrate", "rewrite", "--no-cache", "--jobs", "2", str(tree)],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.5)
+    sent = time.perf_counter()
+    for _ in range(signals):
+        run.send_signal(signal.SIGINT)
+        time.sleep(0.05)
+    _, stderr = run.communicate(timeout=60)
+    return run.returncode, time.perf_counter() - sent, stderr, tree, legacy
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_within_a_second_and_leaves_no_file_half_written(tmp_path):
+    code, took, stderr, tree, legacy = _interrupted_run(tmp_path, signals=1)
+    assert code == 130 and took < 2.0, (code, took, stderr[-2000:])
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    migrated = CliRunner().invoke(app, ["rewrite", "-"], input=legacy).stdout
+    assert {p.read_text(encoding="utf-8") for p in tree.iterdir()} <= {legacy, migrated}
+
+
+@pytest.mark.slow
+def test_a_second_ctrl_c_exits_at_once(tmp_path):
+    code, took, stderr, _, _ = _interrupted_run(tmp_path, signals=2)
+    assert code in (130, -2) and took < 2.0, (code, took, stderr[-2000:])
+    assert "Traceback" not in stderr

@@ -49,10 +49,33 @@ def map_in_order(
         executor.shutdown(wait=False, cancel_futures=True)
         raise WorkerDied(str(exc)) from exc
     except BaseException:
-        # Also reached when the consumer stops early (GeneratorExit) or is interrupted.
-        executor.shutdown(wait=False, cancel_futures=True)
+        # Also reached when the consumer stops early (GeneratorExit) or is interrupted. The workers only
+        # compute (the parent writes), so they are stopped at once rather than left to finish their chunk:
+        # waiting for them is what made Ctrl-C take seconds, and a second Ctrl-C during that wait hang.
+        _stop_workers(executor)
+        executor.shutdown(wait=True)
         raise
     executor.shutdown(wait=True)
+
+
+def _stop_workers(executor) -> None:
+    import threading
+    from concurrent.futures import InvalidStateError
+
+    # With its workers gone the pool marks every pending future broken, and on Python 3.11 its manager thread
+    # fails doing so for the futures the interrupted map() had cancelled: that error is expected here.
+    previous = threading.excepthook
+
+    def quiet(args) -> None:
+        if not isinstance(args.exc_value, InvalidStateError):
+            previous(args)
+
+    threading.excepthook = quiet
+    for process in list(getattr(executor, "_processes", {}).values()):
+        if process.is_alive():
+            process.terminate()
+    for process in list(getattr(executor, "_processes", {}).values()):
+        process.join(timeout=2)
 
 
 class WorkerDied(Exception):
