@@ -84,6 +84,17 @@ def _check_configured_ids(config) -> None:
             raise _fail(f"{where}: " + "; ".join(_unknown_message(i) for i in unknown))
 
 
+def _require_torch(command: str) -> None:
+    """The runtime commands need PyTorch, which the rewrite never does: say which extra brings it."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        raise _fail(
+            f"{command} needs PyTorch: pip install 'neuron-migrate[runtime]' torch==2.13.0 "
+            "(pin the torch you use; an unpinned torch may pull a CUDA build of several GB)"
+        )
+
+
 @contextlib.contextmanager
 def _interruptible():
     try:
@@ -325,10 +336,8 @@ def audit(
 def _run_analysis(report, script, module, args, steps, emulate_device, config):
     from neuron_migrate import audit as auditing
 
-    try:
-        from neuron_migrate.analyzers.runtime import analyze_script
-    except ImportError as exc:
-        raise _fail(f"runtime analysis needs torch (pip install 'neuron-migrate[runtime]'): {exc}") from None
+    _require_torch("audit --run")
+    from neuron_migrate.analyzers.runtime import analyze_script
     target = module if module is not None else str(script)
     if module is not None and not _module_exists(module):
         raise _fail(f"-m: no module named {module!r}")
@@ -501,6 +510,7 @@ def emulate(
     program = ["-m", module, *ctx.args] if module else list(ctx.args)
     if not program:
         raise _fail("emulate needs a SCRIPT or -m MODULE to run")
+    _require_torch("emulate")
     runner = ["-m", "neuron_migrate.analyzers.emulator", *program]
     if nproc:
         command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc), *runner]

@@ -542,3 +542,15 @@ def test_a_second_ctrl_c_exits_at_once(tmp_path):
     code, took, stderr, _, _ = _interrupted_run(tmp_path, signals=2)
     assert code in (130, -2) and took < 2.0, (code, took, stderr[-2000:])
     assert "Traceback" not in stderr
+
+
+@pytest.mark.parametrize("args", [["emulate", "train.py"], ["audit", "--run", "train.py"]])
+def test_runtime_commands_without_torch_name_the_extra_to_install(args, project, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    (project / "train.py").write_text(CLEAN, encoding="utf-8")
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    assert "pip install 'neuron-migrate[runtime]'" in result.stderr and "Traceback" not in result.output
