@@ -109,6 +109,11 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(USAGE_ERROR)
 
 
+class OutputFormat(str, Enum):
+    text = "text"
+    github = "github"
+
+
 @app.command()
 def rewrite(
     paths: Annotated[
@@ -141,6 +146,13 @@ def rewrite(
         Optional[str],
         typer.Option("--stdin-filename", help="With -: the name of the file read from stdin (picks its kind)."),
     ] = None,
+    output_format: Annotated[
+        OutputFormat,
+        typer.Option("--output-format", help="How findings are printed: text, or github (Actions annotations)."),
+    ] = OutputFormat.text,
+    statistics: Annotated[
+        bool, typer.Option("--statistics", help="Print how often each rule fired instead of every finding.")
+    ] = False,
 ) -> None:
     """Rewrite legacy Neuron code in place (or show / check what would change)."""
     from neuron_migrate.config import ConfigError, load_config
@@ -188,12 +200,16 @@ def rewrite(
                 sys.stdout.write(patch if patch.endswith("\n") else patch + "\n")
         sys.stdout.flush()
 
-    rules = catalog.catalog() if reports else {}
+    rules = catalog.catalog() if reports or statistics or output_format is OutputFormat.github else {}
     for path, report_format in reports:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(render(result, report_format, rules=rules), encoding="utf-8")
 
-    terminal.show(result, ", ".join(str(path) for path, _ in reports) or None)
+    shown = ", ".join(str(path) for path, _ in reports) or None
+    if statistics or output_format is OutputFormat.github:
+        _print_findings_as(result, "statistics" if statistics else "github", rules, terminal, sys.stderr if diff else sys.stdout)
+    else:
+        terminal.show(result, shown)
     raise typer.Exit(result.exit_code())
 
 
@@ -203,6 +219,8 @@ class AuditFormat(str, Enum):
     sarif = "sarif"
     md = "md"
     html = "html"
+    github = "github"
+    statistics = "statistics"
 
 
 class FailOn(str, Enum):
@@ -210,6 +228,16 @@ class FailOn(str, Enum):
     warning = "warning"
     error = "error"
     never = "never"
+
+
+def _print_findings_as(report, fmt: str, rules, terminal, stream) -> None:
+    from neuron_migrate.report.render import render
+    from neuron_migrate.report.terminal import summary_line
+
+    terminal.errors(report)
+    stream.write(render(report, fmt, rules=rules))
+    print(summary_line(report), file=sys.stderr if fmt == "github" else stream)
+    stream.flush()
 
 
 def _rewrite_stdin(name: str, select, ignore, no_comments: bool, diff: bool, check: bool) -> int:
@@ -248,7 +276,14 @@ def audit(
             show_default=False,
         ),
     ] = None,
-    output_format: Annotated[AuditFormat, typer.Option("--format", help="Output format.")] = AuditFormat.table,
+    output_format: Annotated[
+        AuditFormat,
+        typer.Option("--format", "--output-format",
+                     help="Output format (github: Actions annotations; statistics: counts per id)."),
+    ] = AuditFormat.table,
+    statistics: Annotated[
+        bool, typer.Option("--statistics", help="Print how often each id was found (same as --format statistics).")
+    ] = False,
     output: Annotated[
         Optional[Path], typer.Option("--output", "-o", help="Write the report here instead of stdout.")
     ] = None,
@@ -289,6 +324,7 @@ def audit(
     from neuron_migrate.report.terminal import Terminal
 
     runtime = run_script is not None or run_module is not None
+    output_format = AuditFormat.statistics if statistics else output_format
     args = list(paths or [])
     if run_script is not None and str(run_script) == "-m":  # `--run -m MODULE`: the option took "-m" as its value
         if not args:

@@ -554,3 +554,29 @@ def test_runtime_commands_without_torch_name_the_extra_to_install(args, project,
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2
     assert "pip install 'neuron-migrate[runtime]'" in result.stderr and "Traceback" not in result.output
+
+
+def test_github_annotations_and_statistics(cli, project):
+    (project / "run.sh").write_text("export XLA_USE_BF16=1\npython legacy.py\n", encoding="utf-8")
+    github = cli("rewrite", "--check", "--output-format", "github", project)
+    assert github.exit_code == 1
+    lines = github.stdout.splitlines()
+    assert lines and all(line.startswith(("::notice ", "::warning ", "::error ")) for line in lines)
+    mark_step = next(line for line in lines if "title=NM110" in line)
+    assert mark_step.startswith("::notice file=legacy.py,line=6,col=5,")
+    assert any(line.startswith("::warning file=run.sh,") and "%0A" not in line.split("::", 2)[1] for line in lines)
+    stats = cli("rewrite", "--check", "--statistics", project)
+    rows = [line.split() for line in stats.stdout.splitlines() if line[:1].isspace() or line[:1].isdigit()]
+    assert ["1", "NM110", "[safe]", "applied"] == rows[[r[1] for r in rows].index("NM110")][:4]
+    audit = CliRunner().invoke(app, ["audit", str(project), "--format", "github"])
+    assert audit.exit_code == 1 and "::error file=legacy.py,line=6,col=5," in audit.stdout  # legacy APIs are errors
+
+
+def test_github_messages_and_properties_are_escaped():
+    from neuron_migrate.report.github import annotation
+
+    finding = Finding("NM100", "100% of it\nleft", "a,b:c.py", Span(3, 1, 3, 9), MANUAL, False, fix="do x")
+    assert annotation(finding, "title, with: marks") == (
+        "::warning file=a%2Cb%3Ac.py,line=3,col=1,endLine=3,endColumn=9,title=NM100 title%2C with%3A marks"
+        "::100%25 of it%0Aleft%0Afix: do x"
+    )

@@ -35,6 +35,9 @@ _MODULES = {
     "sarif": "neuron_migrate.report.sarif",
     "md": "neuron_migrate.report.markdown",
     "html": "neuron_migrate.report.html",
+    # stdout formats, not report files: GitHub Actions annotations and per-rule counts
+    "github": "neuron_migrate.report.github",
+    "statistics": "neuron_migrate.report.statistics",
 }
 
 RULE_KEYS = ("title", "safety", "summary", "docs", "risks")
