@@ -109,6 +109,19 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(USAGE_ERROR)
 
 
+DIFF_COLOURS = (("+++", "\x1b[1m"), ("---", "\x1b[1m"), ("@@", "\x1b[36m"), ("+", "\x1b[32m"), ("-", "\x1b[31m"))
+
+
+def coloured_diff(patch: str) -> str:
+    """A unified diff with ANSI colours, as git shows it on a terminal (a pipe gets the plain patch)."""
+    out = []
+    for line in patch.splitlines(keepends=True):
+        colour = next((code for prefix, code in DIFF_COLOURS if line.startswith(prefix)), None)
+        body, newline = (line[:-1], "\n") if line.endswith("\n") else (line, "")
+        out.append(f"{colour}{body}\x1b[0m{newline}" if colour else line)
+    return "".join(out)
+
+
 class OutputFormat(str, Enum):
     text = "text"
     github = "github"
@@ -194,10 +207,12 @@ def rewrite(
         result = run(paths, config, mode=mode, progress=progress)
 
     if diff:
+        colour = sys.stdout.isatty() and "NO_COLOR" not in os.environ
         for file_result in result.files:
             patch = file_result.patch or file_result.diff
             if patch:
-                sys.stdout.write(patch if patch.endswith("\n") else patch + "\n")
+                patch = patch if patch.endswith("\n") else patch + "\n"
+                sys.stdout.write(coloured_diff(patch) if colour else patch)
         sys.stdout.flush()
 
     rules = catalog.catalog() if reports or statistics or output_format is OutputFormat.github else {}

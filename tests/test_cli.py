@@ -580,3 +580,14 @@ def test_github_messages_and_properties_are_escaped():
         "::warning file=a%2Cb%3Ac.py,line=3,col=1,endLine=3,endColumn=9,title=NM100 title%2C with%3A marks"
         "::100%25 of it%0Aleft%0Afix: do x"
     )
+
+
+def test_diff_is_coloured_on_a_terminal_only():
+    from neuron_migrate.cli import coloured_diff
+
+    patch = "--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-old\n+new\n same\n"
+    coloured = coloured_diff(patch)
+    assert "\x1b[31m-old\x1b[0m\n" in coloured and "\x1b[32m+new\x1b[0m\n" in coloured
+    assert " same\n" in coloured and "\x1b[36m@@ -1 +1 @@\x1b[0m" in coloured
+    assert coloured.replace("\x1b[0m", "").replace("\x1b[31m", "").replace("\x1b[32m", "").replace(
+        "\x1b[36m", "").replace("\x1b[1m", "") == patch
