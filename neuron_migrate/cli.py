@@ -508,7 +508,8 @@ def _print_rule_table() -> None:
 
     table = Table("id", "safety", "title", "risks")
     for rid, safety, title, risks in catalog.table_rows():
-        table.add_row(rid, f"[{SAFETY_STYLE.get(safety, '')}]{safety}[/]", escape(title), risks)
+        style = SAFETY_STYLE.get(safety)
+        table.add_row(rid, f"[{style}]{safety}[/]" if style else escape(safety), escape(title), risks)
     Console(highlight=False).print(table)
 
 

@@ -315,6 +315,7 @@ def test_rules_on_a_terminal(cli, monkeypatch):
     table = cli("rules")
     assert table.exit_code == 0
     assert "NM110" in table.stdout and "safety" in table.stdout
+    assert "NA507" in table.stdout and "audit error" in table.stdout
     one = cli("rules", "NM110")
     assert one.exit_code == 0
     assert "xm.mark_step()" in one.stdout and "example:" in one.stdout

@@ -136,7 +136,11 @@ def risks_text(risks, none: str = "-") -> str:
 
 
 def table_rows() -> list[tuple[str, str, str, str]]:
-    return [(r.meta.id, r.meta.safety, r.meta.title, risks_text(r.meta.risks)) for r in all_rules()]
+    """Rewrite rules (their safety), then the audit's ids (``audit`` and their severity)."""
+    from neuron_migrate.analyzers.hazards import HAZARDS
+
+    rows = [(r.meta.id, r.meta.safety, r.meta.title, risks_text(r.meta.risks)) for r in all_rules()]
+    return rows + [(h.id, f"audit {h.severity}", h.title, "") for h in HAZARDS.values()]
 
 
 def table_text() -> str:
