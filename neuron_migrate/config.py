@@ -10,6 +10,7 @@ line: ``None`` means "not given", anything else overrides the file.
     select = ["NM1"]
     ignore = ["NM150"]
     extend-exclude = ["third_party/", "*_pb2.py"]
+    per-file-ignores = {"tests/**" = ["NM110"]}
     no-comments = false
     jobs = 4
     cache = true
@@ -54,6 +55,8 @@ class Config:
     # The folder of the pyproject.toml the settings came from, else the working directory.
     root: Path = Path(".")
     source: Path | None = None
+    # (gitwildmatch pattern relative to ``root``, rule ids or prefixes): more rules to ignore in matching files
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def excludes(self) -> tuple[str, ...]:
@@ -72,6 +75,7 @@ class Config:
         data = {
             "select": sorted(s.upper() for s in self.select),
             "ignore": sorted(s.upper() for s in self.ignore),
+            "per_file_ignores": [[pattern, sorted(ids)] for pattern, ids in self.per_file_ignores],
             "no_comments": self.no_comments,
         }
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
@@ -83,6 +87,18 @@ def _strings(value: Any) -> tuple[str, ...] | None:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
     return None
+
+
+def _per_file_ignores(value: Any) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
+    if not isinstance(value, dict):
+        return None
+    out = []
+    for pattern, ids in value.items():
+        ids = _strings(ids)
+        if ids is None:
+            return None
+        out.append((pattern, ids))
+    return tuple(out)
 
 
 def _boolean(value: Any) -> bool | None:
@@ -102,6 +118,8 @@ KEYS = {
     "ignore": ("ignore", _strings, "a list of rule ids or prefixes"),
     "exclude": ("exclude", _strings, "a list of glob patterns"),
     "extend-exclude": ("extend_exclude", _strings, "a list of glob patterns"),
+    "per-file-ignores": ("per_file_ignores", _per_file_ignores,
+                         'a table of glob pattern = [rule ids], e.g. {"tests/**" = ["NM1"]}'),
     "no-comments": ("no_comments", _boolean, "true or false"),
     "jobs": ("jobs", _positive_int, "a positive integer"),
     "cache": ("cache", _boolean, "true or false"),

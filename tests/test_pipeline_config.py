@@ -124,3 +124,29 @@ def test_fingerprint_tracks_only_what_changes_the_output():
     assert base.fingerprint() != Config(no_comments=True).fingerprint()
     assert base.fingerprint() != Config(select=("NM1",)).fingerprint()
     assert base.fingerprint() != Config(ignore=("NM1",)).fingerprint()
+
+
+def test_per_file_ignores_add_rules_to_ignore_in_matching_files(tmp_path, monkeypatch):
+    from neuron_migrate.migrate.runner import run
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.neuron-migrate]\nper-file-ignores = {"tests/**" = ["NM110"]}\n')
+    legacy = "import torch_xla.core.xla_model as xm\n\nxm.mark_step()\nprint(1)\n"
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "t.py").write_text(legacy)
+    (tmp_path / "train.py").write_text(legacy)
+    config = load_config([tmp_path], cache=False)
+    assert config.per_file_ignores == (("tests/**", ("NM110",)),)
+    report = run([tmp_path], config, mode="check")
+    rules = {fr.path: {f.rule for f in fr.findings if f.applied} for fr in report.files}
+    assert "NM110" in rules["train.py"] and "NM110" not in rules["tests/t.py"]
+
+
+@pytest.mark.parametrize("value", ['"x"', '{"tests/**" = "NM110"}', '{"tests/**" = [1]}'])
+def test_per_file_ignores_of_the_wrong_shape_are_a_config_error(tmp_path, value):
+    (tmp_path / "pyproject.toml").write_text(f"[tool.neuron-migrate]\nper-file-ignores = {value}\n")
+    if value == '{"tests/**" = "NM110"}':  # one id is accepted as a string, as for ignore
+        assert load_config([tmp_path]).per_file_ignores == (("tests/**", ("NM110",)),)
+        return
+    with pytest.raises(ConfigError, match="per-file-ignores must be"):
+        load_config([tmp_path])

@@ -298,6 +298,11 @@ def _ignored(path: str, is_dir: bool, chain: list[tuple[str, _Matcher]]) -> bool
     return decision
 
 
+def path_matcher(patterns: Iterable[str]) -> _Matcher | None:
+    """gitwildmatch patterns as ``exclude`` reads them (``verdict(relative_path, is_dir)``)."""
+    return _Matcher.build(patterns)
+
+
 class _Matcher:
     """gitwildmatch patterns (pathspec is imported only when a project has patterns at all)."""
 

@@ -8,6 +8,7 @@ file actually needs the engine.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ class Task:
     path: str  # as reported
     kind: str
     data: bytes
+    ignore: tuple[str, ...] = ()  # rule ids or prefixes ignored in this file beyond the run's (per-file-ignores)
 
 
 def run(
@@ -56,6 +58,7 @@ def run(
     summary = plan_summary(config)
     cache = Cache.for_run(config.cache_dir, config.fingerprint(), summary.ids) if _cache_on(config) else None
     results = _Results(found.files, [display_path(s.path, cwd) for s in found.files], mode, cache, progress)
+    results.extra_ignores = PerFileIgnores(config)
 
     tasks = results.settle_cheaply(Prefilter(summary.triggers))
     if tasks:
@@ -97,6 +100,7 @@ class _Results:
         self.results: list[FileResult | None] = [None] * len(sources)
         self.keys: dict[int, str] = {}
         self.done = 0
+        self.extra_ignores: Callable[[SourceFile], tuple[str, ...]] = lambda source: ()
 
     def settle_cheaply(self, prefilter: Prefilter) -> list[Task]:
         """Settle every file a byte scan or the cache can; return the ones that need the engine."""
@@ -110,14 +114,15 @@ class _Results:
             if not prefilter(data):
                 self._finish(index, FileResult(path))
                 continue
+            task = Task(index, path, source.kind, data, self.extra_ignores(source))
             if self.cache is not None:
                 related = launched_sources(str(source.real), data) if source.kind in ("shell", "notebook", "dockerfile") else b""
                 self.keys[index] = self.cache.key(path, data, related)
                 hit = self.cache.get(self.keys[index])
                 if hit is not None:
-                    self._finish(index, self._apply(Task(index, path, source.kind, data), hit, cached=True))
+                    self._finish(index, self._apply(task, hit, cached=True))
                     continue
-            tasks.append(Task(index, path, source.kind, data))
+            tasks.append(task)
         return tasks
 
     def settle(self, task: Task, outcome: Outcome) -> None:
@@ -177,19 +182,37 @@ def _read(source: SourceFile) -> bytes:
 # ----- the rule plan ------------------------------------------------------------------------------
 # The plan of the current process; workers build theirs once in init_worker (a forked worker
 # inherits the parent's, which is then simply reused).
-_plan: RulePlan | None = None
-_plan_args: tuple | None = None
+_plans: dict[tuple, RulePlan] = {}
+_run_args: tuple[tuple[str, ...], tuple[str, ...]] | None = None  # the run's (select, ignore)
 _no_comments = False
 
 
 def rule_plan(select: tuple[str, ...], ignore: tuple[str, ...]) -> RulePlan:
-    global _plan, _plan_args
-    if _plan is None or _plan_args != (select, ignore):
+    plan = _plans.get((select, ignore))
+    if plan is None:
         from neuron_migrate.migrate.engine import RulePlan
 
-        _plan = RulePlan.build(select, ignore)
-        _plan_args = (select, ignore)
-    return _plan
+        plan = _plans[(select, ignore)] = RulePlan.build(select, ignore)
+    return plan
+
+
+class PerFileIgnores:
+    """``per-file-ignores``: the rule ids a file's path adds to the run's ``ignore``."""
+
+    def __init__(self, config: Config) -> None:
+        from neuron_migrate.migrate.discover import path_matcher
+
+        self.root = Path(os.path.abspath(config.root))
+        self.patterns = [(path_matcher([pattern]), ids) for pattern, ids in config.per_file_ignores]
+
+    def __call__(self, source: SourceFile) -> tuple[str, ...]:
+        if not self.patterns:
+            return ()
+        try:
+            relative = Path(os.path.abspath(source.path)).relative_to(self.root).as_posix()
+        except ValueError:
+            return ()
+        return tuple(rule for matcher, ids in self.patterns if matcher.verdict(relative, False) for rule in ids)
 
 
 def plan_summary(config: Config) -> PlanSummary:
@@ -216,12 +239,15 @@ def plan_summary(config: Config) -> PlanSummary:
 
 
 def init_worker(select: tuple[str, ...], ignore: tuple[str, ...], no_comments: bool) -> None:
-    global _no_comments
+    global _no_comments, _run_args
     rule_plan(select, ignore)
+    _run_args = (select, ignore)
     _no_comments = no_comments
 
 
 def process(task: Task) -> Outcome:
     """Runs in a worker (or inline): one file's bytes -> its outcome. Never raises for a bad file."""
-    assert _plan is not None, "init_worker() must run first"
-    return ADAPTERS[task.kind](task.data, task.path, _plan, _no_comments)
+    assert _run_args is not None, "init_worker() must run first"
+    select, ignore = _run_args
+    plan = rule_plan(select, (*ignore, *task.ignore) if task.ignore else ignore)
+    return ADAPTERS[task.kind](task.data, task.path, plan, _no_comments)
