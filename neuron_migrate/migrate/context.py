@@ -248,7 +248,9 @@ class FileContext:
             return
         meta = self._require_rule()
         self.setup[code] = why
-        self._record(meta, node, f"added `{code}` after the imports: {why}", SAFE, applied=True, after=code)
+        # A helper definition is named by its first line; the report's "after" has all of it.
+        shown = code.splitlines()[0].rstrip(":")
+        self._record(meta, node, f"added `{shown}` after the imports: {why}", SAFE, applied=True, after=code)
 
     @staticmethod
     def expr(text: str) -> cst.BaseExpression:
