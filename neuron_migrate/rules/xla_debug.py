@@ -34,6 +34,8 @@ METRICS = {
         "torch_neuronx.metrics.get_metric_data",
         "returns a dict (accumulator, total_samples, repr), not XLA's tuple; metric names differ",
     ),
+    # The C++ binding metrics_report() wraps, called directly by some scripts.
+    "torch_xla._XLAC._xla_metrics_report": ("torch_neuronx.metrics.report", _NAMES_DIFFER),
     "clear_all": ("torch_neuronx.metrics.clear_all", ""),
     "clear_counters": ("torch_neuronx.metrics.clear_counters", ""),
     "clear_metrics": ("torch_neuronx.metrics.clear_metrics", ""),
@@ -69,7 +71,7 @@ class XlaMetricsToNeuron(Rule):
             ),
         ),
     )
-    calls = {_METRICS + name: "to_neuron_metrics" for name in METRICS}
+    calls = {(name if name.startswith("torch_xla.") else _METRICS + name): "to_neuron_metrics" for name in METRICS}
 
     def to_neuron_metrics(self, original: cst.Call, updated: cst.Call, qname: str):
         target, review = METRICS[qname.removeprefix(_METRICS)]

@@ -14,7 +14,7 @@ from string import Template
 
 import libcst as cst
 
-from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, SAFE, Example, Rule, RuleMeta, register
 from neuron_migrate.migrate.context import code_of
 from neuron_migrate.rules.calls import bind_args
 
@@ -22,6 +22,7 @@ DOCS_XLA_UTILS = "https://github.com/pytorch/xla/blob/master/torch_xla/utils/uti
 DOCS_XLA_TEST_UTILS = "https://github.com/pytorch/xla/blob/master/torch_xla/test/test_utils.py"
 DOCS_TENSORBOARD = "https://docs.pytorch.org/docs/stable/tensorboard.html"
 DOCS_CHECKPOINT = "https://docs.pytorch.org/docs/stable/checkpoint.html"
+DOCS_SYNC_BATCH_NORM = "https://docs.pytorch.org/docs/stable/generated/torch.nn.SyncBatchNorm.html"
 
 SAMPLE_GENERATOR = "torch_xla.utils.utils.SampleGenerator"
 RATE_TRACKER = "torch_xla.core.xla_model.RateTracker"
@@ -428,4 +429,44 @@ class XlaCheckpointToTorch(Rule):
         return self.ctx.expr(name)
 
 
-__all__ = ["HELPERS", "MANUAL", "REVIEW"]
+
+SYNC_BATCH_NORM_REVIEW = (
+    "averages the batch statistics over the default process group: "
+    "init it (dist.init_process_group) before training, or this acts as a plain BatchNorm"
+)
+
+
+@register
+class XlaSyncBatchNormToTorch(Rule):
+    """``torch_xla.core.functions.SyncBatchNorm(num_features, eps, momentum)`` ->
+    ``torch.nn.SyncBatchNorm`` with the same arguments: both average the batch statistics over all
+    processes in training (DOCS_SYNC_BATCH_NORM)."""
+
+    meta = RuleMeta(
+        "NM174",
+        "xf.SyncBatchNorm -> torch.nn.SyncBatchNorm",
+        safety=REVIEW,
+        risks=frozenset({"collectives", "numerics"}),
+        summary="torch_xla's cross-replica batch norm becomes PyTorch's SyncBatchNorm.",
+        docs=(DOCS_SYNC_BATCH_NORM,),
+        example=Example(
+            before=(
+                "import torch_xla.core.functions as xf\n\n"
+                "norm = xf.SyncBatchNorm(64, eps=1e-3)\n"
+            ),
+            after=(
+                "import torch\n\n"
+                f"# neuron-migrate(NM174): {SYNC_BATCH_NORM_REVIEW}\n"
+                "norm = torch.nn.SyncBatchNorm(64, eps=1e-3)\n"
+            ),
+        ),
+    )
+    calls = {"torch_xla.core.functions.SyncBatchNorm": "to_torch"}
+
+    def to_torch(self, original: cst.Call, updated: cst.Call, qname: str):
+        if bind_args(updated, ("num_features", "eps", "momentum")) is None:
+            self.ctx.manual(original, "replace it with torch.nn.SyncBatchNorm(num_features, eps=, momentum=)")
+            return updated
+        self.ctx.review(SYNC_BATCH_NORM_REVIEW)
+        torch = self.ctx.require_import("torch")
+        return updated.with_changes(func=self.ctx.expr(f"{torch}.nn.SyncBatchNorm"))
