@@ -204,3 +204,15 @@ def test_xla_checkpoint_becomes_torch_s(migrate):
     assert "import torch_xla" not in code
     assert "y = checkpoint(f, x, use_reentrant=False)" in code
     assert "from torch.utils.checkpoint import checkpoint\n" in code
+
+
+def test_a_helper_whose_own_helper_name_is_taken_says_which_name(migrate):
+    source = (
+        "import torch_xla.test.test_utils as test_utils\n\n"
+        "write_to_summary = None\n"
+        "test_utils.print_training_update('neuron', 1, 0.5, 1.0, 1.0)\n"
+    )
+    code = migrate(source).code
+    assert "def print_training_update(" not in code
+    assert code.count("# TODO(neuron-migrate NM172)") == 1
+    assert "`write_to_summary` already means something else" in code

@@ -159,17 +159,14 @@ HELPERS = {
     ),
 }
 
-# torch_xla.test.test_utils function -> the helper that replaces it.
-TEST_UTILS_HELPERS = {
-    name: name
-    for name in (
-        "print_training_update",
-        "print_test_update",
-        "get_summary_writer",
-        "write_to_summary",
-        "close_summary_writer",
-    )
-}
+# The torch_xla.test.test_utils functions that become the helper of the same name.
+TEST_UTILS_FUNCTIONS = (
+    "print_training_update",
+    "print_test_update",
+    "get_summary_writer",
+    "write_to_summary",
+    "close_summary_writer",
+)
 
 WRITE_TO_SUMMARY_PARAMS = ("summary_writer", "global_step", "dict_to_write", "write_xla_metrics")
 XLA_METRICS_DROPPED = (
@@ -207,9 +204,11 @@ class HelperRule(Rule):
     def add_helper(self, node: cst.CSTNode, name: str) -> bool:
         """Schedule ``name`` (and the helpers it calls) after the imports, once per file."""
         helper = HELPERS[name]
-        if name in self.ctx.module_names or not all(self.add_helper(node, need) for need in helper.needs):
+        if name in self.ctx.module_names:
             self.ctx.manual(node, NAME_TAKEN.format(name=name, rule=self.meta.id))
             return False
+        if not all(self.add_helper(node, need) for need in helper.needs):
+            return False  # the helper it needs has said why
         scheduled = set(self.ctx.imports_needed)
         names = {placeholder: importable(self.ctx, spec) for placeholder, spec in helper.imports.items()}
         if None in names.values():
@@ -362,8 +361,8 @@ class TestUtilsToLocalHelpers(HelperRule):
             ),
         ),
     )
-    calls = {TEST_UTILS + "now": "now_to_datetime", **{TEST_UTILS + name: "to_local_function" for name in TEST_UTILS_HELPERS}}
-    references = {TEST_UTILS + name: "to_local_function" for name in TEST_UTILS_HELPERS}
+    calls = {TEST_UTILS + "now": "now_to_datetime", **{TEST_UTILS + name: "to_local_function" for name in TEST_UTILS_FUNCTIONS}}
+    references = {TEST_UTILS + name: "to_local_function" for name in TEST_UTILS_FUNCTIONS}
 
     def now_to_datetime(self, original: cst.Call, updated: cst.Call, qname: str):
         bound = bind_args(updated, ("format",))
@@ -378,7 +377,7 @@ class TestUtilsToLocalHelpers(HelperRule):
         return self.ctx.expr(f"{datetime}.now().strftime({fmt})")
 
     def to_local_function(self, original, updated, qname: str):
-        name = TEST_UTILS_HELPERS[qname.removeprefix(TEST_UTILS)]
+        name = qname.removeprefix(TEST_UTILS)
         if name == "write_to_summary" and isinstance(updated, cst.Call):
             updated = self._without_xla_metrics(original, updated)
         return self.use_helper(original, updated, name, TEST_UTILS.rstrip("."))
