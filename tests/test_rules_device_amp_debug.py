@@ -312,3 +312,45 @@ def test_a_recognised_device_helper_gets_no_todo(migrate):
     result = migrate(source)
     assert 'if name in ("neuron", "xla"):\n        return torch.device("neuron")' in result.code
     assert not [f for f in result.findings if f.rule == "NM106" and f.safety == "manual"]
+
+
+def test_a_step_trace_keeps_only_its_name_and_says_where_the_step_boundary_went(migrate):
+    source = "import torch_xla.debug.profiler as xp\n\nwith xp.StepTrace('train', step):\n    run()\n"
+    code = migrate(source).code
+    assert "with torch.profiler.record_function('train'):\n" in code
+    assert "call prof.step() once per step" in code
+    assert "import torch_xla" not in code
+
+
+def test_a_trace_without_a_name_is_left_to_a_human(migrate):
+    source = "import torch_xla.debug.profiler as xp\n\nwith xp.Trace(**labels):\n    run()\n"
+    code = migrate(source).code
+    assert "with xp.Trace(**labels):" in code
+    assert "# TODO(neuron-migrate NM162): use `with torch.profiler.record_function(name):`" in code
+
+
+def test_a_profiler_server_someone_keeps_a_handle_on_stays_with_its_todo(migrate):
+    source = "import torch_xla.debug.profiler as xp\n\nself.server = xp.start_server(9012)\n"
+    code = migrate(source).code
+    assert "self.server = xp.start_server(9012)" in code
+    assert "# TODO(neuron-migrate NM161): TorchNeuron has no profiler server" in code
+
+
+def test_a_use_of_a_try_imported_name_outside_any_guard_is_migrated(migrate):
+    source = (
+        "try:\n"
+        "    import torch_xla.core.xla_model as xm\n"
+        "    HAVE_XLA = True\n"
+        "except ImportError:\n"
+        "    HAVE_XLA = False\n\n"
+        "def step():\n"
+        "    xm.mark_step()\n"
+        "    if not HAVE_XLA:\n"
+        "        return xm.xla_device()\n"
+        "    if HAVE_XLA and debug:\n"
+        "        xm.mark_step()\n"
+    )
+    code = migrate(source).code
+    assert "def step():\n    if not HAVE_XLA:\n" in code  # unguarded: removed
+    assert 'return torch.device("neuron")' in code  # `not HAVE_XLA` guards nothing legacy
+    assert "    if HAVE_XLA and debug:\n        xm.mark_step()\n" in code  # guarded: kept

@@ -25,10 +25,9 @@ def root_name(node: cst.CSTNode) -> str:
     return node.value if isinstance(node, cst.Name) else ""
 
 
-def _import_statements(body, legacy_prefixes, in_shim: bool):
-    """(import node, inside a compatibility shim?) for every import statement, at any depth."""
-    from neuron_migrate.migrate.imports import is_shim
-
+def _import_statements(body, legacy_prefixes, in_shim: str):
+    """(import node, the compatibility shim around it: "" none, "try" for ``try: import
+    torch_xla``, "if" for ``if is_torch_xla_available():``) for every import statement, at any depth."""
     for stmt in body:
         if isinstance(stmt, (cst.Import, cst.ImportFrom)):
             yield stmt, in_shim
@@ -40,10 +39,41 @@ def _import_statements(body, legacy_prefixes, in_shim: bool):
             continue
         if not isinstance(stmt, cst.BaseCompoundStatement):
             continue
-        shim = in_shim or is_shim(stmt, legacy_prefixes)
+        kind = _shim_kind(stmt, legacy_prefixes)
+        shim = "if" if "if" in (in_shim, kind) else in_shim or kind
         for block in _blocks(stmt):
             # an indented block holds statements, a one-line suite small statements
             yield from _import_statements(block.body, legacy_prefixes, shim)
+
+
+def _shim_kind(stmt, legacy_prefixes) -> str:
+    from neuron_migrate.migrate.imports import is_shim
+
+    if not is_shim(stmt, legacy_prefixes):
+        return ""
+    return "try" if isinstance(stmt, cst.Try) else "if"
+
+
+def _shim_names(body, legacy_prefixes, flags: set[str], fallbacks: set[str]) -> None:
+    """Collect, for every ``try: import torch_xla`` block at any depth, the names its body sets to
+    True (``HAVE_XLA = True``: a flag later code tests) and the names its handlers assign (``xm =
+    None``: a fallback, so the code tests the name itself before each use)."""
+    for stmt in body:
+        if not isinstance(stmt, cst.BaseCompoundStatement):
+            continue
+        if _shim_kind(stmt, legacy_prefixes) == "try":
+            flags.update(_assigned(stmt.body, lambda value: code_of(value) == "True"))
+            for handler in stmt.handlers:
+                fallbacks.update(_assigned(handler.body, lambda value: True))
+        for block in _blocks(stmt):
+            _shim_names(block.body, legacy_prefixes, flags, fallbacks)
+
+
+def _assigned(block, keep):
+    for line in getattr(block, "body", ()):
+        for small in getattr(line, "body", ()):
+            if isinstance(small, cst.Assign) and keep(small.value):
+                yield from (t.target.value for t in small.targets if isinstance(t.target, cst.Name))
 
 
 def _blocks(stmt):
@@ -130,6 +160,7 @@ class FileContext:
     statement_stack: list[cst.CSTNode] = field(default_factory=list)
     import_bound: set[str] = field(default_factory=set)
     shim_bound: set[str] = field(default_factory=set)
+    shim_flags: frozenset[str] = frozenset()
     has_legacy_imports: bool = False
     # id(call) -> the one-statement line whose whole value the call is (filled by the engine)
     statement_for_call: dict[int, cst.SimpleStatementLine] = field(default_factory=dict)
@@ -154,18 +185,25 @@ class FileContext:
 
     def _scan_bindings(self) -> None:
         """Sort the names bound by imports of interesting modules before any rule runs: only those
-        get resolved. A legacy name bound only inside a compatibility shim (``try: import
-        torch_xla``) is never resolved: code using it runs only on the legacy stack and is kept.
+        get resolved. A legacy name bound only inside an ``if is_torch_xla_available():`` shim is
+        never resolved: code using it runs only on the legacy stack and is kept.
 
         Only statements are walked, never expressions, so this costs little next to the parse."""
-        for node, in_shim in _import_statements(self.module.body, self.legacy_prefixes, False):
+        flags: set[str] = set()
+        fallbacks: set[str] = set()
+        _shim_names(self.module.body, self.legacy_prefixes, flags, fallbacks)
+        self.shim_flags = frozenset(flags)
+        for node, in_shim in _import_statements(self.module.body, self.legacy_prefixes, ""):
             for module, bound in _bindings(node):
                 if module.split(".")[0] not in self.roots:
                     continue
                 is_legacy = any(module == p or module.startswith(p + ".") for p in self.legacy_prefixes)
                 if bound == "*":
                     continue
-                if in_shim and is_legacy:
+                # A name a ``try:`` shim imports is resolved, unless the handler gives it a
+                # fallback: its uses outside the try and outside ``if HAVE_XLA:`` (see shim_flags)
+                # cannot run without torch_xla; the engine keeps the guarded ones.
+                if is_legacy and (in_shim == "if" or (in_shim == "try" and bound in fallbacks)):
                     self.shim_bound.add(bound)
                 else:
                     self.import_bound.add(bound)
@@ -249,7 +287,9 @@ class FileContext:
             return
         meta = self._require_rule()
         self.setup[code] = why
-        message = f"added {label or f'`{code}`'} after the imports" + (f": {why}" if why else "")
+        # A helper definition is named by its label or its first line; the report's "after" has all of it.
+        shown = label or f"`{code.splitlines()[0].rstrip(':')}`"
+        message = f"added {shown} after the imports" + (f": {why}" if why else "")
         self._record(meta, node, message, SAFE, applied=True, after=code)
 
     @staticmethod

@@ -339,7 +339,10 @@ class MigrationTransformer(cst.CSTTransformer):
         return False
 
     def _is_shim(self, node: cst.CSTNode) -> bool:
-        return import_edits.is_shim(node, self.legacy_prefixes)
+        if import_edits.is_shim(node, self.legacy_prefixes):
+            return True
+        # ``if HAVE_XLA:`` (or ``if HAVE_XLA and ...:``) with the flag set by a ``try: import torch_xla``
+        return isinstance(node, cst.If) and bool(self.ctx.shim_flags) and _tests_flag(node.test, self.ctx.shim_flags)
 
     def _report_shim_use(self, node: cst.CSTNode) -> None:
         statement = self.ctx.statement_stack[-1]
@@ -511,3 +514,12 @@ def _check_parses(code: str, path: str, findings: list[Finding]) -> None:
     except SyntaxError as exc:
         rules = sorted({f.rule for f in findings if f.applied})
         raise InternalError(f"rewrite by {', '.join(rules) or 'the engine'} does not parse: {exc}") from exc
+
+
+def _tests_flag(test: cst.BaseExpression, flags: frozenset[str]) -> bool:
+    """``FLAG`` or ``FLAG and ...``: the branch runs only when the flag is set."""
+    if isinstance(test, cst.Name):
+        return test.value in flags
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _tests_flag(test.left, flags) or _tests_flag(test.right, flags)
+    return False

@@ -259,34 +259,50 @@ def add_imports(module: cst.Module, requests) -> cst.Module:
 
 
 def add_setup(module: cst.Module, setup: dict[str, str]) -> cst.Module:
-    """Insert start-up statements (each under its comment) after the import block."""
-    new = []
+    """Insert start-up statements (each under its comment) after the import block; definitions
+    (a helper function or class) go after the last import above the file's own definitions, so
+    that they may use any module the file imports."""
+    new, definitions = [], []
     for code, why in setup.items():
         statement = cst.parse_statement(code + "\n")
-        lead = [cst.EmptyLine(comment=cst.Comment(f"# {why}"))] if why else []
-        if isinstance(statement, cst.BaseCompoundStatement):
-            # A helper function: two blank lines around a top-level definition (PEP 8).
-            lead = [cst.EmptyLine(), cst.EmptyLine(), *lead]
-        new.append(statement.with_changes(leading_lines=lead))
+        lines = [cst.EmptyLine(comment=cst.Comment(f"# {why}"))] if why else []
+        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            # PEP 8: two blank lines before a top-level definition.
+            definitions.append(statement.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(), *lines]))
+            continue
+        if lines:
+            statement = statement.with_changes(leading_lines=lines)
+        new.append(statement)
     if new and not any(line.comment is None for line in new[0].leading_lines):
         new[0] = new[0].with_changes(leading_lines=[cst.EmptyLine(), *new[0].leading_lines])
-    position = _insert_position(list(module.body)) + len(new)
-    module = _insert_after_imports(module, new)
-    body = list(module.body)
-    if isinstance(new[-1], cst.BaseCompoundStatement) and position < len(body):
-        after = body[position]
-        blank = 0
-        while blank < len(after.leading_lines) and after.leading_lines[blank].comment is None:
-            blank += 1
-        if blank < 2:
-            body[position] = after.with_changes(leading_lines=[*[cst.EmptyLine()] * (2 - blank), *after.leading_lines])
-            module = module.with_changes(body=body)
+    if new:
+        module = _insert_after_imports(module, new)
+    if definitions:
+        position = _definition_position(module.body)
+        module = _insert_after_imports(module, definitions, position)
+        module = _two_blank_lines_before(module, position + len(definitions))
     return module
 
 
-def _insert_after_imports(module: cst.Module, new: list[cst.BaseStatement]) -> cst.Module:
+def _two_blank_lines_before(module: cst.Module, index: int) -> cst.Module:
+    """PEP 8 wants two blank lines after a top-level definition too."""
     body = list(module.body)
-    position = _insert_position(body)
+    if index >= len(body):
+        return module
+    lines = list(body[index].leading_lines)
+    blank = 0
+    while blank < len(lines) and lines[blank].comment is None:
+        blank += 1
+    if blank >= 2:
+        return module
+    body[index] = body[index].with_changes(leading_lines=[*[cst.EmptyLine()] * (2 - blank), *lines])
+    return module.with_changes(body=body)
+
+
+def _insert_after_imports(module: cst.Module, new: list[cst.BaseStatement], position: int | None = None) -> cst.Module:
+    body = list(module.body)
+    if position is None:
+        position = _insert_position(body)
     rest = body[position:]
     if rest and not _is_import_line(rest[0]) and not any(line.comment is None for line in rest[0].leading_lines):
         # Keep the import block visually apart from the code it now sits on (PEP 8: two lines
@@ -376,6 +392,33 @@ def _insert_position(body) -> int:
             continue
         break
     return position
+
+
+def _definition_position(body) -> int:
+    """After the last top-level import line above the first statement that may run the helper: a function
+    or class, a compound statement, or a line that calls anything (a notebook's later cells, a module-level
+    ``tracker = RateTracker()``). Plain settings between imports (``os.environ[...] = "1"``) are passed over."""
+    position = _insert_position(body)
+    for i, stmt in enumerate(body):
+        if _is_import_line(stmt):
+            position = i + 1
+        elif not isinstance(stmt, cst.SimpleStatementLine) or _calls_anything(stmt):
+            break
+    return position
+
+
+class _AnyCall(cst.CSTVisitor):
+    found = False
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        self.found = True
+        return False
+
+
+def _calls_anything(stmt: cst.SimpleStatementLine) -> bool:
+    visitor = _AnyCall()
+    stmt.visit(visitor)
+    return visitor.found
 
 
 def _is_docstring(stmt) -> bool:

@@ -12,6 +12,7 @@ FAMILIES = (
     "xla_data",
     "xla_amp",
     "xla_debug",
+    "xla_utils",
     "env_vars",
     "optimum_training",
     "optimum_inference",

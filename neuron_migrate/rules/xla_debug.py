@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.rules.base import MANUAL, SAFE, Example, Rule, RuleMeta, register
+from neuron_migrate.rules.base import MANUAL, SAFE, Example, Rule, RuleMeta, StatementReplacement, register
+from neuron_migrate.rules.calls import bind_args, name_nodes
 
 DOCS_ENV = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/env-vars.html"
 DOCS_COMPILE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/reference-torch-compile.html"
@@ -33,6 +34,8 @@ METRICS = {
         "torch_neuronx.metrics.get_metric_data",
         "returns a dict (accumulator, total_samples, repr), not XLA's tuple; metric names differ",
     ),
+    # The C++ binding metrics_report() wraps, called directly by some scripts.
+    "torch_xla._XLAC._xla_metrics_report": ("torch_neuronx.metrics.report", _NAMES_DIFFER),
     "clear_all": ("torch_neuronx.metrics.clear_all", ""),
     "clear_counters": ("torch_neuronx.metrics.clear_counters", ""),
     "clear_metrics": ("torch_neuronx.metrics.clear_metrics", ""),
@@ -68,7 +71,7 @@ class XlaMetricsToNeuron(Rule):
             ),
         ),
     )
-    calls = {_METRICS + name: "to_neuron_metrics" for name in METRICS}
+    calls = {(name if name.startswith("torch_xla.") else _METRICS + name): "to_neuron_metrics" for name in METRICS}
 
     def to_neuron_metrics(self, original: cst.Call, updated: cst.Call, qname: str):
         target, review = METRICS[qname.removeprefix(_METRICS)]
@@ -89,11 +92,6 @@ PROFILER = {
     "trace_detached": f"no remote capture on TorchNeuron: {_PROFILE_STEPS}",
     "start_trace": f"{_PROFILE_STEPS} (prof.start()/prof.stop() if the steps are not in one block)",
     "stop_trace": "stop the torch.profiler.profile started for the matching start_trace (prof.stop())",
-    "StepTrace": (
-        "use `with torch.profiler.record_function(name):` for the step and call prof.step() "
-        f"on the enclosing {_PROFILE}"
-    ),
-    "Trace": f"use `with torch.profiler.record_function(name):` inside a {_PROFILE} block",
 }
 _PROFILER = "torch_xla.debug.profiler."
 
@@ -112,17 +110,105 @@ class XlaProfilerManual(Rule):
         example=Example(
             before=(
                 "import torch_xla.debug.profiler as xp\n\n"
-                "server = xp.start_server(9012)\n"
+                "xp.trace(\"localhost:9012\", logdir=\"trace\", duration_ms=2000)\n"
             ),
             after=(
                 "import torch_xla.debug.profiler as xp\n\n"
-                f"# TODO(neuron-migrate NM161): {PROFILER['start_server']}\n"
-                "server = xp.start_server(9012)\n"
+                f"# TODO(neuron-migrate NM161): {PROFILER['trace']}\n"
+                "xp.trace(\"localhost:9012\", logdir=\"trace\", duration_ms=2000)\n"
             ),
         ),
     )
     calls = {_PROFILER + name: "flag_profiler" for name in PROFILER}
 
     def flag_profiler(self, original: cst.Call, updated: cst.Call, qname: str):
-        self.ctx.manual(original, PROFILER[qname.removeprefix(_PROFILER)])
+        name = qname.removeprefix(_PROFILER)
+        if name == "start_server" and self._server_is_unused(original):
+            # The server only opened a port for remote capture; nothing else depends on it, so
+            # its line goes (see leave_SimpleStatementLine, which may delete an assignment).
+            self.unused_servers.add(id(self.ctx.statement_for_call[id(original)]))
+            return updated
+        self.ctx.manual(original, PROFILER[name])
         return updated
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.unused_servers: set[int] = set()
+
+    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
+        if id(original) not in self.unused_servers:
+            return updated
+        self.ctx.todo(f"profiler server removed: {_PROFILE_STEPS}")
+        return StatementReplacement([])
+
+    def _server_is_unused(self, call: cst.Call) -> bool:
+        """``xp.start_server(port)`` alone on its line, or ``server = ...`` with ``server`` read nowhere."""
+        line = self.ctx.statement_for_call.get(id(call))
+        if line is None:
+            return False
+        small = line.body[0]
+        if isinstance(small, cst.Expr):
+            return True
+        if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+            return False
+        target = small.targets[0].target
+        if not isinstance(target, cst.Name):
+            return False
+        return sum(1 for node in name_nodes(self.ctx.module) if node.value == target.value) == 1
+
+
+# XLA trace annotation -> the parameters of its signature; ``torch.profiler.record_function(name)``
+# takes only the name.
+ANNOTATIONS = {
+    "Trace": ("name",),
+    "StepTrace": ("name", "step_num"),
+}
+STEP_TRACE_REVIEW = (
+    "StepTrace also ended the XLA step (eager TorchNeuron needs no cut); "
+    f"inside a {_PROFILE} block call prof.step() once per step"
+)
+
+
+@register
+class XlaTraceToRecordFunction(Rule):
+    """``xp.Trace(name)`` / ``xp.StepTrace(name, step_num=)`` -> ``torch.profiler.record_function(name)``,
+    the annotation torch.profiler shows in its trace (DOCS_PROFILER)."""
+
+    meta = RuleMeta(
+        "NM162",
+        "XLA trace annotations -> torch.profiler.record_function",
+        safety=SAFE,
+        risks=frozenset({"performance"}),
+        summary="A named XLA trace span becomes a torch.profiler.record_function span of the same name.",
+        docs=(DOCS_PROFILER,),
+        example=Example(
+            before=(
+                "import torch_xla.debug.profiler as xp\n\n"
+                "with xp.Trace(\"forward\"):\n"
+                "    loss = model(batch)\n"
+            ),
+            after=(
+                "import torch.profiler\n\n"
+                "with torch.profiler.record_function(\"forward\"):\n"
+                "    loss = model(batch)\n"
+            ),
+        ),
+    )
+    calls = {_PROFILER + name: "to_record_function" for name in ANNOTATIONS}
+
+    def to_record_function(self, original: cst.Call, updated: cst.Call, qname: str):
+        name = qname.removeprefix(_PROFILER)
+        params = ANNOTATIONS[name]
+        bound = bind_args(updated, params, other_keywords=True)
+        if bound is None or "name" not in bound:
+            self.ctx.manual(original, f"use `with torch.profiler.record_function(name):` inside a {_PROFILE} block")
+            return updated
+        metadata = [a.keyword.value for a in updated.args if a.keyword is not None and a.keyword.value not in params]
+        if metadata:
+            keywords = ", ".join(f"{k}=" for k in metadata)
+            self.ctx.review(f"the span's metadata ({keywords}) is dropped: record_function takes only a name")
+        elif name == "StepTrace":
+            self.ctx.review(STEP_TRACE_REVIEW)
+        profiler = self.ctx.require_import("torch.profiler")
+        label = bound["name"].with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT, comma=cst.MaybeSentinel.DEFAULT)
+        return updated.with_changes(func=self.ctx.expr(f"{profiler}.record_function"), args=[label])
