@@ -157,10 +157,34 @@ def test_case_arms_are_migrated_line_by_line(plan):
     assert parses(result.text)
 
 
+def test_block_headers_are_read_and_never_reported_as_unreadable(plan):
+    script = (
+        'if [ "$NEURON_EXTRACT_GRAPHS_ONLY" = "1" ]; then\n'
+        "    steps=10\n"
+        'elif [ -v PERF ] && [ "$PERF" -gt 0 ]; then\n'
+        "    steps=100\n"
+        "fi\n"
+        "for h in $(hosts); do\n"
+        "    XLA_IR_DEBUG=1 ssh $h true\n"
+        "done\n"
+        "start() {\n"
+        "    export PJRT_DEVICE=NEURON\n"
+        "}\n"
+    )
+    parsed = ShellScript(script, "run.sh")
+    assert parsed.refused == []
+    assert [c.words[0].value for c in parsed.commands if c.words][:3] == ["[", "[", "["]
+    result = migrate_shell_text(script, "run.sh", plan)
+    assert "NM519" not in result.text
+    assert "    ssh $h true\n" in result.text and "start() {\n    :\n}\n" in result.text
+    assert sorted(f.rule for f in result.findings) == ["NM501", "NM501"]
+    assert parses(result.text)
+
+
 def test_lines_bashlex_refuses_are_kept_and_reported_when_they_name_legacy_apis(plan):
     script = (
-        "select opt in a b; do export PJRT_DEVICE=NEURON; done\n"
-        "select opt in a b; do echo $opt; done\n"
+        'HERE=$(cd "$(dirname "$0")" && pwd); export PJRT_DEVICE=NEURON\n'
+        'HERE=$(cd "$(dirname "$0")" && pwd); echo "$HERE"\n'
         "export PJRT_DEVICE=NEURON\n"
     )
     result = migrate_shell_text(script, "run.sh", plan)
@@ -174,7 +198,7 @@ def test_lines_bashlex_refuses_are_kept_and_reported_when_they_name_legacy_apis(
 
 
 def test_a_file_bashlex_cannot_parse_at_all_is_untouched(plan):
-    script = "select x in a b; do echo $x; done\n"
+    script = 'HERE=$(cd "$(dirname "$0")" && pwd)\n'
     outcome = rewrite_shell(script.encode(), "run.sh", plan, False)
     assert outcome.status == UNCHANGED and outcome.findings == []
     assert ShellScript(script, "run.sh").refused

@@ -514,10 +514,11 @@ class ShellScript:
             return
         if self._read_chunk(start, end, self.layout.view[start:end]):
             return
-        # A group bashlex refuses is mostly a `case` block: its arms are read line by line with
-        # the case syntax masked, and only lines that still do not parse are refused.
+        # A group bashlex refuses is mostly the header of a block (`if ...; then`, `for ... do`) or a
+        # `case` arm: it is read line by line with the block syntax masked, and only lines that
+        # still do not parse are refused.
         for line_start, line_end in _logical_lines(self.layout.view, start, end):
-            chunk = _mask_case_syntax(self.layout.view[line_start:line_end])
+            chunk = _mask_block_syntax(self.layout.view[line_start:line_end])
             if chunk.strip() and not self._read_chunk(line_start, line_end, chunk):
                 self.refused.append((line_start, line_end))
 
@@ -699,6 +700,52 @@ def _mask_case_syntax(line: str) -> str:
     if arm_end:
         line = line[: arm_end.start()] + " " * (arm_end.end() - arm_end.start()) + line[arm_end.end() :]
     return line
+
+
+# Where a reserved word may stand: the start of the line or after a list operator.
+_COMMAND_START = r"(?:^|(?<=[;&|]))[ \t]*"
+_BLOCK_WORD = re.compile(_COMMAND_START + r"(if|elif|while|until|then|do|else|fi|done|esac|\{|\}|!)(?=[\s;&|]|$)")
+# `for NAME in WORDS` / `select NAME in WORDS`: the words stay, read as the arguments of `:`.
+_FOR_HEADER = re.compile(_COMMAND_START + r"((?:for|select)[ \t]+[A-Za-z_]\w*(?:[ \t]+in(?=[\s;]|$))?)")
+_FUNCTION_HEADER = re.compile(
+    r"[ \t]*(?:function[ \t]+[^\s(){}]+(?:[ \t]*\([ \t]*\))?|[A-Za-z_][\w:.-]*[ \t]*\([ \t]*\))[ \t]*\{?"
+)
+
+
+def _mask_block_syntax(line: str) -> str:
+    """``line`` (one logical line of a block bashlex refused as a whole, such as the ``if ...; then``
+    that opens it) with the syntax of ``if``/``while``/``for``/``case`` blocks and function headers
+    replaced by spaces, so the commands of the condition, the loop words and the body are read at
+    their own positions."""
+    line = _mask_case_syntax(line)
+    function = _FUNCTION_HEADER.match(line)
+    if function and function.end():
+        line = " " * function.end() + line[function.end() :]
+    quoted = _quoted_positions(line)
+    for match in _FOR_HEADER.finditer(line):
+        if match.start(1) not in quoted:
+            line = line[: match.start(1)] + ":" + " " * (match.end(1) - match.start(1) - 1) + line[match.end(1) :]
+    for match in _BLOCK_WORD.finditer(line):
+        if match.start(1) not in quoted:
+            line = line[: match.start(1)] + " " * (match.end(1) - match.start(1)) + line[match.end(1) :]
+    return line
+
+
+def _quoted_positions(line: str) -> set[int]:
+    """Positions of ``line`` inside quotes (enough to keep a reserved word in a string as it is)."""
+    inside, quote, escaped = set(), "", False
+    for k, c in enumerate(line):
+        if escaped:
+            escaped = False
+        elif c == "\\" and quote != "'":
+            escaped = True
+        elif quote and c == quote:
+            quote = ""
+        elif not quote and c in "'\"":
+            quote = c
+        elif quote:
+            inside.add(k)
+    return inside
 
 
 def _parse(chunk: str):

@@ -881,7 +881,7 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
 @register
 class UnparsedShellLine(ShellRule):
-    """A line bashlex cannot read (``select``, some ``case`` forms, bash extensions) that names a legacy
+    """A line bashlex cannot read (``&&`` inside ``$( )``, ``coproc``, bash extensions) that names a legacy
     command, package or variable: nothing silent is left behind, so it is reported and marked."""
 
     meta = RuleMeta(
@@ -895,11 +895,11 @@ class UnparsedShellLine(ShellRule):
         docs=("https://github.com/idank/bashlex", DOCS_ENV),
         kind="shell",
         example=Example(
-            before="select mode in train eval; do export PJRT_DEVICE=NEURON; done\n",
+            before='HERE=$(cd "$(dirname "$0")" && pwd); export PJRT_DEVICE=NEURON\n',
             after=(
                 "# TODO(neuron-migrate NM519): "
                 + _UNPARSED_STEP.format(names="PJRT_DEVICE")
-                + "\nselect mode in train eval; do export PJRT_DEVICE=NEURON; done\n"
+                + '\nHERE=$(cd "$(dirname "$0")" && pwd); export PJRT_DEVICE=NEURON\n'
             ),
         ),
     )
