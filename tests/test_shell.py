@@ -22,7 +22,7 @@ from neuron_migrate.migrate.runner import run
 from neuron_migrate.migrate.shell import ShellScript, migrate_shell_text, rewrite_shell
 from neuron_migrate.report.model import CHANGED, FAILED, UNCHANGED
 from neuron_migrate.rules.env_vars import ENV_VARS
-from neuron_migrate.rules.launch_scripts import ASYNC_LOAD, COMPILE_FLAGS
+from neuron_migrate.rules.launch_scripts import ASYNC_LOAD, COMPILE_FLAGS, launch_of
 from neuron_migrate.rules.requirements import PACKAGES
 
 SHELL = FIXTURES / "shell"
@@ -434,6 +434,32 @@ def test_xla_training_launch_script(examples, plan):
     assert '    torchrun --nproc_per_node="${NPROC}" train.py --epochs 1 "$@"\n' in text
     assert ASYNC_LOAD not in text  # a plain PyTorch script: no Hugging Face loading
     assert "export NEURON_RT_STOCHASTIC_ROUNDING_EN=1\nexport MALLOC_ARENA_MAX=64\n" in text
+
+
+def _launched_args(text: str) -> list[str]:
+    script = ShellScript(text, "run.sh")
+    launches = [launch_of(script, c) for c in script.commands]
+    return [a.value for a in next(launch for launch in launches if launch is not None).args]
+
+
+def test_a_migrated_trainer_command_line_parses_with_hf_argument_parser(plan):
+    transformers = pytest.importorskip("transformers")
+    parser = transformers.HfArgumentParser(transformers.TrainingArguments)
+    script = (
+        "TP=8\n"
+        "torchrun --nproc_per_node 32 train.py --output_dir out --per_device_train_batch_size 1 \\\n"
+        "    --overwrite_output_dir --tensor_parallel_size $TP --zero_1 true --use_autocast \\\n"
+        "    --warmup_ratio 0.1 --logging_dir logs --gradient_checkpointing true --logging_steps 10\n"
+    )
+    with pytest.raises(SystemExit):
+        parser.parse_args(_launched_args(script))
+    result = migrate_shell_text(script, "run.sh", plan).text
+    parsed = parser.parse_args(_launched_args(result))
+    assert (parsed.output_dir, parsed.per_device_train_batch_size, parsed.logging_steps) == ("out", 1, 10)
+    assert (parsed.torch_compile, parsed.torch_compile_backend) == (True, "neuron")
+    assert parsed.warmup_steps == 0.1 and parsed.activation_checkpointing is True
+    assert "TENSORBOARD_LOGGING_DIR=logs torchrun " in result
+    assert migrate_shell_text(result, "run.sh", plan).text == result
 
 
 def test_optimum_sft_launch_script(examples, plan):

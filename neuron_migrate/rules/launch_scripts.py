@@ -43,6 +43,8 @@ from neuron_migrate.rules.hf_fields import (
     REVIEWED_HARMLESS,
     SHARED_FIELDS,
     VERSIONED_FIELDS,
+    installed_fields,
+    table_says,
 )
 from neuron_migrate.rules.pip_commands import PYTHON, apply_pip_installs
 from neuron_migrate.rules.requirements import NEURON_INDEX
@@ -67,6 +69,7 @@ DOCS_TRAINING_ARGS = "https://huggingface.co/docs/transformers/main_classes/trai
 DOCS_DISTRIBUTED_CONFIG = "https://huggingface.co/docs/transformers/main/en/perf_infer_gpu_multi"
 DOCS_TORCHRUN = "https://pytorch.org/docs/stable/elastic/run.html"
 DOCS_DCP = "https://pytorch.org/docs/stable/distributed.checkpoint.html"
+DOCS_TRN2_LAYOUT = f"{NEURON_DOCS}/training/best-practices.html"
 # The optimum-cli commands: what each did is in optimum-neuron's own command modules.
 DOCS_CLI = "https://huggingface.co/docs/optimum-neuron/guides/export_model"
 
@@ -162,6 +165,10 @@ def expand(script: ShellScript, command: Command) -> list[Arg]:
                 found = None
         if isinstance(found, Array) and array_use:
             out += [Arg(w.value, w, ("array", found.index), k) for k, w in enumerate(found.elements)]
+        elif isinstance(found, str) and len(found.split()) == 1:
+            # `--tensor_parallel_size $TP`: the value comes from a variable, but the word that
+            # passes it is here, and goes with its flag.
+            out.append(Arg(found.split()[0], item, key, index))
         elif isinstance(found, str) and found.split():
             out += [Arg(value) for value in found.split()]
         else:
@@ -231,6 +238,11 @@ def _after_options(command: Command, args: list[Arg], i: int, switches: frozense
         if option == "--":
             i += 1
             break
+        if _unresolved(args[i]) and i + 1 < len(args):
+            # `torchrun $DISTRIBUTED_ARGS train.py`: a variable the script did not set literally
+            # holds launcher options; the script comes after it.
+            i += 1
+            continue
         if not option.startswith("-"):
             break
         if option in NOT_PYTHON:
@@ -240,6 +252,13 @@ def _after_options(command: Command, args: list[Arg], i: int, switches: frozense
     if i >= len(args):
         return None
     return Launch(command, launcher, args[i], module, tuple(args[i + 1 :]))
+
+
+def _unresolved(arg: Arg) -> bool:
+    """An expansion (``$ARGS``, ``"${ARGS[@]}"``) whose value the script does not show."""
+    return arg.word is not None and arg.value == arg.word.value and bool(
+        _ARRAY_USE.fullmatch(arg.word.raw) or _SCALAR_USE.fullmatch(arg.word.raw)
+    )
 
 
 def flag_name(value: str) -> str | None:
@@ -324,15 +343,25 @@ def neuron_flags(script: ShellScript, launch: Launch) -> list[NeuronFlag]:
         name = flag_name(arg.value)
         if name not in NEURON_ONLY_FIELDS or name in own:
             continue
-        value = None
-        if "=" not in arg.value and k + 1 < len(args):
-            following = args[k + 1]
-            if not following.value.startswith("-") and not PASS_THROUGH.fullmatch(
-                following.word.raw if following.word else ""
-            ):
-                value = following
-        out.append(NeuronFlag(name, arg, value))
+        out.append(NeuronFlag(name, arg, flag_value(args, k)))
     return out
+
+
+def flag_value(args: tuple[Arg, ...], k: int, bool_only: bool = False) -> Arg | None:
+    """The value given to the flag ``args[k]`` as the next word (None for ``--flag=value`` and a bare
+    switch). ``bool_only``: a bool field, whose value may be left out, takes only a bool word."""
+    if "=" in args[k].value or k + 1 >= len(args):
+        return None
+    following = args[k + 1]
+    if following.value.startswith("-") or PASS_THROUGH.fullmatch(following.word.raw if following.word else ""):
+        return None
+    if bool_only and following.value.lower() not in BOOL_WORDS:
+        return None
+    return following
+
+
+# What HfArgumentParser reads as the value of a bool field (transformers' string_to_bool).
+BOOL_WORDS = frozenset({"true", "false", "yes", "no", "t", "f", "y", "n", "1", "0"})
 
 
 def flag_reason(name: str, value: str | None) -> tuple[str, bool]:
@@ -529,6 +558,23 @@ _COMPILE_REVIEW = (
 )
 
 
+# A whole trn1.32xlarge: 16 Trainium chips of 2 NeuronCores. TorchNeuron runs on Trn2/Trn3 only, where
+# a trn2.48xlarge shows 64 logical NeuronCores (16 Trainium2 chips, 8 physical cores each, paired by the
+# default LNC=2), one process each (DOCS_TRN2_LAYOUT).
+TRN1_NODE_CORES = "32"
+_TRN2_CORES = (
+    "--nproc_per_node {count} was one process per NeuronCore of a trn1.32xlarge; TorchNeuron runs on Trn2/Trn3, "
+    "where a trn2.48xlarge has 64 logical NeuronCores (4 per Trainium2 chip with the default LNC=2): launch 64 "
+    "processes there and choose the parallel sizes for 64 ranks"
+)
+
+
+def _trn1_node_count(script: ShellScript, command: Command) -> str | None:
+    """The launch's ``--nproc_per_node`` when it is a whole trn1.32xlarge's NeuronCore count."""
+    count = _option(_cli_words(script, command), "--nproc_per_node", "--nproc-per-node")
+    return count if count == TRN1_NODE_CORES else None
+
+
 @register
 class NeuronOnlyTrainingFlags(ShellRule):
     """NeuronTrainingArguments-only flags on a Hugging Face launch are removed (DOCS_TRAINING_ARGS)."""
@@ -542,7 +588,7 @@ class NeuronOnlyTrainingFlags(ShellRule):
             "--tensor_parallel_size, --zero_1, --pipeline_parallel_size, --use_autocast... are not TrainingArguments "
             "fields: HfArgumentParser would reject them. Parallel sizes move into the script (DistributedConfig)."
         ),
-        docs=(DOCS_TRAINING_ARGS, DOCS_DISTRIBUTED_CONFIG, DOCS_HF),
+        docs=(DOCS_TRAINING_ARGS, DOCS_DISTRIBUTED_CONFIG, DOCS_HF, DOCS_TRN2_LAYOUT),
         triggers=tuple(sorted({f"--{name}".encode() for name in NEURON_ONLY_FIELDS})),
         kind="shell",
         example=Example(
@@ -557,7 +603,7 @@ class NeuronOnlyTrainingFlags(ShellRule):
                 "export HF_DEACTIVATE_ASYNC_LOAD=1\n"
                 "# neuron-migrate(NM512): `--tensor_parallel_size 8`: "
                 + flag_reason("tensor_parallel_size", "8")[0]
-                + f"; `--zero_1 true`: {REVIEWED_FIELDS['zero_1']}\n"
+                + f"; `--zero_1 true`: {REVIEWED_FIELDS['zero_1']}; {_TRN2_CORES.format(count=TRN1_NODE_CORES)}\n"
                 f"# neuron-migrate(NM513): {_COMPILE_REVIEW}\n"
                 "torchrun --nproc_per_node=32 train.py \\\n"
                 "    --output_dir out \\\n"
@@ -580,6 +626,10 @@ class NeuronOnlyTrainingFlags(ShellRule):
                     continue
                 handled.add(place)
                 self._remove(script, command, flag, reviews)
+            cores = _trn1_node_count(script, command)
+            if cores and any(f.name in PARALLEL_FIELDS for f in neuron_flags(script, launch)):
+                for texts in reviews.values():
+                    texts.append(_TRN2_CORES.format(count=cores))
             for anchor, texts in reviews.items():
                 ctx.mark(anchor, f"# neuron-migrate({meta.id}): {'; '.join(texts)}")
 
@@ -657,6 +707,198 @@ class TorchCompileFlags(ShellRule):
                 continue
             ctx.replace(host.flag.key, host.flag.index, COMPILE_FLAGS)
             ctx.review(meta, *span, f"`{COMPILE_FLAGS}` added", _COMPILE_REVIEW, anchor, after=COMPILE_FLAGS)
+
+
+# ----- TrainingArguments flags the target transformers release changed -------------------------------------
+
+
+def trainer_takes(name: str) -> bool:
+    """Whether the target release's TrainingArguments has the field ``name``: the installed source when
+    there is one, else the version table (as the Python rules decide)."""
+    real = installed_fields("TrainingArguments")
+    if real is not None:
+        return name in real
+    table = table_says("TrainingArguments", name)
+    return True if table is None else table
+
+
+# Removed or renamed fields that are bool switches (their value may be left out).
+SWITCH_FIELDS = frozenset({"overwrite_output_dir", *RENAMED_FIELDS})
+
+
+def changed_trainer_flags(script: ShellScript, launch: Launch) -> list[NeuronFlag]:
+    """TrainingArguments flags of a Hugging Face launch that the target release removed or renamed."""
+    if not is_hf_job(script, launch):
+        return []
+    own = own_flags(script, launch)
+    out = []
+    for k, arg in enumerate(launch.args):
+        name = flag_name(arg.value)
+        if name is None or name in own:
+            continue
+        removed = name in VERSIONED_FIELDS and not trainer_takes(name)
+        renamed = name in RENAMED_FIELDS and trainer_takes(RENAMED_FIELDS[name])
+        if removed or renamed:
+            out.append(NeuronFlag(name, arg, flag_value(launch.args, k, bool_only=name in SWITCH_FIELDS)))
+    return out
+
+
+@dataclass(frozen=True)
+class FlagEdit:
+    """What becomes of one flag: ``rename`` to another field (value kept), else it goes; ``prefix`` is
+    an assignment put in front of the launch; ``drop`` other flags of the launch that go with it."""
+
+    message: str
+    review: bool = False
+    rename: str = ""
+    prefix: str = ""
+    drop: tuple[NeuronFlag, ...] = ()
+
+
+TENSORBOARD_DIR = "TENSORBOARD_LOGGING_DIR"
+_LOGGING_DIR_GONE = "TrainingArguments has no logging_dir since transformers 5.2"
+_OVERWRITE_GONE = (
+    "transformers 5 has no overwrite_output_dir and always writes into output_dir; a script that still reads "
+    "training_args.overwrite_output_dir must drop that check"
+)
+
+
+def _overwrite_output_dir(flag: NeuronFlag, launch: Launch) -> FlagEdit:
+    return FlagEdit(_OVERWRITE_GONE, review=True)
+
+
+def _warmup_ratio(flag: NeuronFlag, launch: Launch) -> FlagEdit:
+    ratio = _number(flag)
+    if any(flag_name(a.value) == "warmup_steps" for a in launch.args):
+        return FlagEdit(
+            "warmup_steps wins, as it did over warmup_ratio; when warmup_steps is 0, pass the ratio as "
+            "--warmup_steps (a value below 1 is a ratio)",
+            review=True,
+        )
+    if ratio is not None and ratio < 1:
+        return FlagEdit("warmup_steps takes the ratio: a value below 1 is a share of the steps", rename="warmup_steps")
+    return FlagEdit(
+        "passed as --warmup_steps, which reads a value below 1 as a ratio and 1 or more as a step count: "
+        "check the value",
+        review=True,
+        rename="warmup_steps",
+    )
+
+
+def _logging_dir(flag: NeuronFlag, launch: Launch) -> FlagEdit:
+    value = flag.value
+    written = value.word.raw if value is not None and value.word is not None else None
+    if written is None and flag.flag.word is not None:
+        written = flag.flag.word.raw.partition("=")[2]
+    if not written:
+        return FlagEdit(f"{_LOGGING_DIR_GONE}: set {TENSORBOARD_DIR} for the launch instead", review=True)
+    return FlagEdit(f"{_LOGGING_DIR_GONE}: TensorBoard reads {TENSORBOARD_DIR}, now set for the launch",
+                    prefix=f"{TENSORBOARD_DIR}={written}")  # fmt: skip
+
+
+def _renamed(flag: NeuronFlag, launch: Launch) -> FlagEdit:
+    new = RENAMED_FIELDS[flag.name]
+    return FlagEdit(f"transformers 5 calls it {new} (the old name is an alias until v6)", rename=new)
+
+
+# Field -> what becomes of its flag, as the Python rules do with the keyword (optimum_training).
+FLAG_EDITS = {
+    "overwrite_output_dir": _overwrite_output_dir,
+    "warmup_ratio": _warmup_ratio,
+    "logging_dir": _logging_dir,
+    **{name: _renamed for name in RENAMED_FIELDS},
+}
+
+
+def _number(flag: NeuronFlag) -> float | None:
+    text = flag.value.value if flag.value is not None else flag.flag.value.partition("=")[2]
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+@register
+class ChangedTrainerFlags(ShellRule):
+    """Command-line flags of TrainingArguments fields the target transformers release removed or renamed
+    (``--overwrite_output_dir``, ``--warmup_ratio``, ``--logging_dir``, ``--gradient_checkpointing``):
+    the same field map as for Python keywords (:mod:`~neuron_migrate.rules.hf_fields`)."""
+
+    meta = RuleMeta(
+        "NM517",
+        "TrainingArguments flags removed or renamed in transformers 5",
+        safety=REVIEW,
+        risks=frozenset({"launch"}),
+        summary=(
+            "HfArgumentParser refuses a flag for a field TrainingArguments no longer has: --overwrite_output_dir "
+            "goes, --warmup_ratio becomes --warmup_steps (which takes a ratio below 1), --logging_dir becomes "
+            "TENSORBOARD_LOGGING_DIR for the launch, and renamed fields take their new name."
+        ),
+        docs=(DOCS_TRAINING_ARGS,),
+        triggers=tuple(sorted({f"--{name}".encode() for name in FLAG_EDITS})),
+        kind="shell",
+        example=Example(
+            before=(
+                "export HF_DEACTIVATE_ASYNC_LOAD=1\n"
+                "torchrun --nproc_per_node=2 train.py --output_dir out --overwrite_output_dir \\\n"
+                "    --warmup_ratio 0.1 --logging_dir logs\n"
+            ),
+            after=(
+                "export HF_DEACTIVATE_ASYNC_LOAD=1\n"
+                f"# neuron-migrate(NM517): `--overwrite_output_dir`: {_OVERWRITE_GONE}\n"
+                f"{TENSORBOARD_DIR}=logs torchrun --nproc_per_node=2 train.py --output_dir out \\\n"
+                "    --warmup_steps 0.1\n"
+            ),
+        ),
+    )
+
+    def check(self, script: ShellScript) -> None:
+        handled: set[tuple] = set()
+        for command in script.commands:
+            launch = launch_of(script, command)
+            if launch is None:
+                continue
+            flags = changed_trainer_flags(script, launch)
+            reviews: dict[int, list[str]] = {}
+            for flag in flags:
+                place = (flag.flag.key, flag.flag.index) if flag.flag.word else (command.index, flag.written)
+                if place in handled:
+                    continue
+                handled.add(place)
+                edit = FLAG_EDITS[flag.name](flag, launch)
+                self._apply(script, command, flag, edit, reviews)
+            for anchor, texts in reviews.items():
+                self.ctx.mark(anchor, f"# neuron-migrate({self.meta.id}): {'; '.join(texts)}")
+
+    def _apply(self, script, command: Command, flag: NeuronFlag, edit: FlagEdit, reviews) -> None:
+        ctx, meta = self.ctx, self.meta
+        anchor = _anchor(script, flag.flag.key, command)
+        words = [a.word for a in (flag.flag, flag.value) if a is not None and a.word is not None]
+        span = (words[0].start, words[-1].end) if words else _command_span(command)
+        verb = f"rename `{flag.written}` to --{edit.rename}" if edit.rename else f"remove `{flag.written}`"
+        if not flag.editable or _indexed_array(script, flag.flag.key):
+            ctx.manual(meta, *span, f"{verb} in the variable it comes from: {edit.message}", anchor)
+            return
+        if ctx.suppressed(meta.id, span, (anchor, anchor + 1), _command_span(command)):
+            ctx.skip(meta, *span)
+            return
+        if edit.rename:
+            raw = flag.flag.word.raw
+            old = flag.name if flag.name in raw else flag.name.replace("_", "-")
+            new = edit.rename if old == flag.name else edit.rename.replace("_", "-")
+            ctx.replace(flag.flag.key, flag.flag.index, raw.replace(old, new, 1))
+        else:
+            ctx.remove(flag.flag.key, flag.flag.index)
+            if flag.value is not None:
+                ctx.remove(flag.value.key, flag.value.index)
+        if edit.prefix and TENSORBOARD_DIR not in script.text:
+            ctx.rewrite(command.start, command.start, edit.prefix + " ")
+        done = f"`{flag.written}` renamed --{edit.rename}" if edit.rename else f"`{flag.written}` removed"
+        if edit.review:
+            ctx.record(meta, *span, f"{done}: {edit.message}", REVIEW, applied=True, fix=edit.message)
+            reviews.setdefault(anchor, []).append(f"`{flag.written}`: {edit.message}")
+        else:
+            ctx.safe(meta, *span, f"{done}: {edit.message}", after=edit.prefix or edit.rename)
 
 
 # ----- optimum-cli and xla_dist -----------------------------------------------------------------------------
