@@ -100,21 +100,37 @@ def test_bom_and_missing_final_newline_are_kept(plan):
     assert marked.count(b"\n") == 1 and b"export" not in marked  # the marker takes the last line's place
 
 
-def test_heredoc_bodies_are_data(plan):
+def test_a_heredoc_is_migrated_as_what_reads_it(plan):
     script = (
         "cat <<EOF > launch.sh\n"
         "export PJRT_DEVICE=NEURON\n"
-        "neuron_parallel_compile torchrun train.py --tensor_parallel_size 2 --output_dir o\n"
+        "torchrun train.py --tensor_parallel_size \\$TP --output_dir o\n"
         "EOF\n"
         "cat <<-'END' | ssh host bash\n"
         "\texport XLA_IR_DEBUG=1\n"
+        "\tneuron_parallel_compile python x.py\n"
         "\tEND\n"
         'python - <<"PY"\n'
         "import os; os.environ['PJRT_DEVICE'] = 'NEURON'\n"
         "PY\n"
+        "cat <<EOF\n"
+        "usage: XLA_IR_DEBUG=1 ./run.sh\n"
+        "EOF\n"
     )
-    assert shell(script, plan) == script
-    assert shell(script + "export PJRT_DEVICE=NEURON\n", plan) == script
+    result = migrate_shell_text(script, "run.sh", plan)
+    lines = result.text.splitlines()
+    # A script written to a file: migrated inside; its markers are escaped, since the heredoc expands.
+    assert lines[:3] == ["cat <<EOF > launch.sh", f"export {ASYNC_LOAD}=1", "# neuron-migrate(NM512): \\`--tensor_parallel_size \\$TP\\`: " + lines[2].split("\\$TP\\`: ", 1)[1]]
+    assert "export PJRT_DEVICE" not in result.text and "\tpython x.py" in lines
+    # A quoted one is written as it is: its marker is not escaped.
+    assert "\t# neuron-migrate(NM510): neuron_parallel_compile removed" in result.text
+    # Python and printed text: the first gets a TODO above its command, the second is a message.
+    todo = next(line for line in lines if "NM519" in line)
+    assert "Python" in todo and "PJRT_DEVICE" in todo and lines[lines.index(todo) + 1] == 'python - <<"PY"'
+    assert result.text.endswith("cat <<EOF\nusage: XLA_IR_DEBUG=1 ./run.sh\nEOF\n")
+    assert [f.span.line for f in result.findings if f.rule == "NM501"] == [2, 6]
+    assert migrate_shell_text(result.text, "run.sh", plan).text == result.text
+    assert parses(result.text)
 
 
 def test_comments_quotes_functions_and_substitutions_survive(plan):

@@ -66,6 +66,9 @@ class Layout:
     groups: list[tuple[int, int]] = field(default_factory=list)
     depths: list[int] = field(default_factory=list)  # block depth where each group starts
     heredocs: list[tuple[int, int]] = field(default_factory=list)  # bodies: data, never edited
+    # For each body: where its `<<` operator is, and whether its delimiter is quoted (then the body
+    # is written as it is; unquoted, `$`, backquotes and `\` still expand when it is written).
+    heredoc_heads: list[tuple[int, bool]] = field(default_factory=list)
     arrays: list[ArraySpan] = field(default_factory=list)
     # Line starts where a comment line may go: not inside a quote, a heredoc or a continued line.
     line_starts: list[int] = field(default_factory=list)
@@ -81,7 +84,8 @@ class _Scanner:
         self.view = list(text)
         self.layout = Layout(view="", line_starts=[0])
         self.stack: list[str] = []  # '"', "`", "${", "$(", "(", "A" (array)
-        self.pending: list[tuple[str, bool]] = []  # heredoc delimiters waiting for their bodies
+        # heredocs waiting for their bodies: (delimiter, strip tabs, operator position, quoted)
+        self.pending: list[tuple[str, bool, int, bool]] = []
         self.open_arrays: list[int] = []  # indexes into layout.arrays, innermost last
         self.depth = 0
         self.group_start = 0
@@ -329,7 +333,8 @@ class _Scanner:
                 delimiter.append(c)
                 j += 1
         if delimiter:
-            self.pending.append(("".join(delimiter), strip_tabs))
+            quoted = any(c in "'\"\\" for c in text[word_start:j])
+            self.pending.append(("".join(delimiter), strip_tabs, i, quoted))
             self._unquote_delimiter(word_start, j)
         self.word_start = True
         return j
@@ -359,7 +364,8 @@ class _Scanner:
 
     def _heredoc_bodies(self, i: int) -> int:
         text = self.text
-        for delimiter, strip_tabs in self.pending:
+        for delimiter, strip_tabs, operator, quoted in self.pending:
+            self.layout.heredoc_heads.append((operator, quoted))
             body_start = i
             while i < self.n:
                 end = self._line_end(i)
@@ -892,6 +898,9 @@ class ShellEdits:
         self._deleted: dict[int, tuple[int, int, str]] = {}  # command index -> its edit
         self._edits: list[tuple[int, int, str, int]] = []  # (start, end, text, order)
         self._markers: dict[int, list[str]] = {}  # line start -> marker comments, in order
+        # New lines and markers as they must be written: inside an unquoted heredoc, escaped.
+        self.escape: Callable[[str], str] = str
+        self._adopted: list[tuple[int, int]] = []  # heredoc bodies edited by a script of their own
 
     # -- what rules ask ------------------------------------------------------------------------------
     def items(self, key: ListKey) -> list[Word]:
@@ -972,12 +981,13 @@ class ShellEdits:
 
     def insert_line(self, position: int, line: str) -> None:
         """A new line (without its newline) at the line start ``position``, above any marker there."""
-        self._edits.append((position, position, line + self.newline, 0))
+        self._edits.append((position, position, self.escape(line) + self.newline, 0))
 
     def mark(self, position: int, comment: str) -> None:
         """A marker comment above the command at ``position`` (nothing with --no-comments)."""
         if self.no_comments:
             return
+        comment = self.escape(comment)
         comments = self._markers.setdefault(self.script.marker_line_start(position), [])
         if comment not in comments:
             comments.append(comment)
@@ -1035,9 +1045,20 @@ class ShellEdits:
             meta, start, end, f"{meta.title} (suppressed by comment)", meta.safety, applied=False, suppressed=True
         )
 
+    def adopt(self, body: tuple[int, int], inner: ShellEdits) -> None:
+        """Take the edits and findings of ``inner``, the rules' pass over the heredoc ``body`` read as a
+        script of its own (see :func:`heredoc_view`): its positions are this script's positions."""
+        self._adopted.append(body)
+        self._edits += inner.edits()
+        self.findings += inner.findings
+
     # -- applying ------------------------------------------------------------------------------------
     def apply(self) -> str:
-        return apply_edits(self.script.text, self.edits(), self.script.layout.heredocs)
+        return apply_edits(self.script.text, self.edits(), self.protected())
+
+    def protected(self) -> list[tuple[int, int]]:
+        """The heredoc bodies no edit may reach into: all but those edited as scripts of their own."""
+        return [body for body in self.script.layout.heredocs if body not in self._adopted]
 
     def edits(self) -> list[tuple[int, int, str, int]]:
         """Every change as (start, end, new text, order), positions in the script's text: a caller
@@ -1065,6 +1086,18 @@ class ShellEdits:
             edits.append((position, position, block, 1))
         edits += [(*edit, 2) for edit in deleted]
         return edits
+
+
+def heredoc_view(text: str, start: int, end: int) -> str:
+    """``text`` with everything but the heredoc body ``start:end`` blanked (line breaks kept): the
+    body reads as a script of its own whose positions are positions in ``text``."""
+    blank = re.sub(r"[^\r\n]", " ", text[:start])
+    return blank + text[start:end] + re.sub(r"[^\r\n]", " ", text[end:])
+
+
+def escape_for_heredoc(line: str) -> str:
+    """A new line for an unquoted heredoc, which expands ``$``, backquotes and ``\\`` when written."""
+    return re.sub(r"([\\$`])", r"\\\1", line)
 
 
 def _empties_block(view: str, start: int, end: int) -> bool:

@@ -21,7 +21,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from neuron_migrate.migrate.shell import WORD, Array, Command, ShellEdits, ShellScript
+from neuron_migrate.migrate.shell import (
+    WORD,
+    Array,
+    Command,
+    ShellEdits,
+    ShellScript,
+    escape_for_heredoc,
+    heredoc_view,
+)
 from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleMeta, all_rules, register
 from neuron_migrate.rules.env_vars import (
     BY_HAND,
@@ -1128,10 +1136,11 @@ class UnparsedShellLine(ShellRule):
 
     meta = RuleMeta(
         "NM519",
-        "shell line the parser cannot read names a legacy API",
+        "shell line or heredoc left unmigrated names a legacy API",
         safety=MANUAL,
         summary=(
-            "Lines bashlex refuses are left byte for byte as they are. When such a line mentions a legacy "
+            "Lines bashlex refuses are left byte for byte as they are, and so is a heredoc that is not a shell "
+            "script (Python fed to `python -`, a file written with cat or tee). When such text mentions a legacy "
             "variable, launcher or package, it gets a TODO marker and a finding instead of silence."
         ),
         docs=("https://github.com/idank/bashlex", DOCS_ENV),
@@ -1345,14 +1354,93 @@ def _apply_other(ctx: ShellEdits, command: Command, decision: EnvDecision, meta:
         ctx.review(meta, item.start, item.end, decision.message, decision.message, command.start, after=decision.value)
 
 
+# ----- heredocs: a script written or run from the script ------------------------------------------------------
+
+# Programs that run the shell script they read (a batch job script for sbatch / qsub).
+SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ssh", "sbatch", "qsub"})
+PRINTERS = frozenset({"cat", "echo", "printf"})
+SHELL_SHEBANG = re.compile(r"#![ \t]*/\S*(?:/env[ \t]+)?(?:ba|z|da)?sh\b")
+PYTHON_SHEBANG = re.compile(r"#![ \t]*/\S*(?:/env[ \t]+)?python")
+# Commands that only pass their own arguments on (`sudo tee /opt/run.sh <<EOF`).
+PREFIXES = frozenset({"sudo", "env", "exec", "nohup", "time"})
+_HEREDOC_STEP = (
+    "this heredoc is {kind} that is not migrated in place: it names {names}; migrate it by hand (or move it "
+    "to a file of its own, which the migration reads) and run again"
+)
+
+
+def heredoc_kind(script: ShellScript, operator: int, body: str) -> str:
+    """What the heredoc whose ``<<`` is at ``operator`` holds: "shell" (a script that is run, or written
+    to a ``.sh`` file), "python", "data" (written to a file or read by a program) or "message" (only
+    printed)."""
+    command = next((c for c in script.commands if any(i.start == operator for i in c.items)), None)
+    if command is None:
+        return "data"
+    first_line = body.lstrip().split("\n", 1)[0]
+    head, words = _program(command)
+    targets = [w for w in words[1:] if not w.startswith("-")] if head == "tee" else []
+    targets += [i.raw.lstrip("0123456789&>| \t") for i in command.items if i.kind == "redirect" and ">" in i.raw]
+    reader = _piped_into(script, command)
+    if reader is not None and head in ("cat", "tee"):
+        head, words = reader
+    if (head in SHELLS and "-c" not in words) or any(t.endswith((".sh", ".bash")) for t in targets):
+        return "shell"
+    if PYTHON.fullmatch(head) or any(t.endswith(".py") for t in targets) or PYTHON_SHEBANG.match(first_line):
+        return "python"
+    if SHELL_SHEBANG.match(first_line):
+        return "shell"
+    return "message" if head in PRINTERS and not targets and reader is None else "data"
+
+
+def _program(command: Command) -> tuple[str, list[str]]:
+    """The program a command runs (past ``sudo``, ``env A=1``...) and its words from there."""
+    words = [w.value for w in command.words]
+    while words and (os.path.basename(words[0]) in PREFIXES or re.match(r"[A-Za-z_]\w*=", words[0])):
+        words = words[1:]
+    return (os.path.basename(words[0]) if words else ""), words
+
+
+def _piped_into(script: ShellScript, command: Command) -> tuple[str, list[str]] | None:
+    """The program the output of ``command`` is piped into (``cat <<EOF | ssh host bash``)."""
+    if command.after is None or command.after[0] not in ("|", "|&"):
+        return None
+    following = next((c for c in script.commands if c.start == command.after[2]), None)
+    return _program(following) if following is not None else None
+
+
+def apply_heredocs(script: ShellScript, ctx: ShellEdits, plan: RulePlan) -> None:
+    """A heredoc holding a shell script goes through every rule as a script of its own (its new lines
+    escaped when the heredoc expands); one holding Python or other text that names a legacy API gets
+    a TODO above its command, as an unreadable line does (NM519)."""
+    unread = next((rule for rule in plan.index.rules if rule is UnparsedShellLine), None)
+    for (start, end), (operator, quoted) in zip(script.layout.heredocs, script.layout.heredoc_heads):
+        body = script.text[start:end]
+        kind = heredoc_kind(script, operator, body)
+        if kind == "shell":
+            inner = ShellScript(heredoc_view(script.text, start, end), script.path)
+            edits = ShellEdits(inner, ctx.selected, ctx.no_comments, ctx.cell)
+            if not quoted:
+                edits.escape = escape_for_heredoc
+            apply_rules(inner, edits, plan)
+            ctx.adopt((start, end), edits)
+            continue
+        names = legacy_names(body) if kind != "message" else []
+        if names and unread is not None:
+            what = "Python" if kind == "python" else "text"
+            line_end = script.line_end(operator)
+            step = _HEREDOC_STEP.format(kind=what, names=", ".join(names))
+            _manual_span(unread(ctx), (script.line_start(operator), line_end), step, operator)
+
+
 # ----- the adapter's entry point ------------------------------------------------------------------------------
 
 
 def apply_rules(script: ShellScript, ctx: ShellEdits, plan: RulePlan) -> None:
-    """Every selected rule over one script: the environment table, the ``pip install`` commands, then the
-    launch rules in id order."""
+    """Every selected rule over one script: the environment table, the ``pip install`` commands, the
+    launch rules in id order, then the scripts its heredocs hold."""
     apply_env_table(script, ctx)
     apply_pip_installs(script, ctx)
     for rule in sorted(plan.index.rules, key=lambda r: r.meta.id):
         if rule.meta.kind == "shell" and issubclass(rule, ShellRule):
             rule(ctx).check(script)
+    apply_heredocs(script, ctx, plan)
