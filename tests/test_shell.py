@@ -193,7 +193,9 @@ def test_block_headers_are_read_and_never_reported_as_unreadable(plan):
     result = migrate_shell_text(script, "run.sh", plan)
     assert "NM519" not in result.text
     assert "    ssh $h true\n" in result.text and "start() {\n    :\n}\n" in result.text
-    assert sorted(f.rule for f in result.findings) == ["NM501", "NM501"]
+    # The test of a variable nothing sets any more gets a TODO: it is always empty now.
+    assert result.text.startswith("# TODO(neuron-migrate NM501): reads $NEURON_EXTRACT_GRAPHS_ONLY, which nothing")
+    assert sorted((f.rule, f.applied) for f in result.findings) == [("NM501", False), ("NM501", True), ("NM501", True)]
     assert parses(result.text)
 
 

@@ -1288,6 +1288,28 @@ def apply_env_table(script: ShellScript, ctx: ShellEdits) -> None:
         for reference in script.references:
             if reference.name == name:
                 ctx.rewrite(reference.start, reference.end, new)
+    _mark_gone_reads(script, ctx, metas, set(by_command))
+
+
+_GONE_READ = "reads ${name}, which nothing sets any more ({why}): it is empty here; drop the code that depends on it"
+
+
+def _mark_gone_reads(script: ShellScript, ctx: ShellEdits, metas: dict[str, RuleMeta], settings: set[int]) -> None:
+    """A TODO where the script reads a variable whose settings are deleted (``if [ "$XLA_USE_BF16" = 1 ]``,
+    a branch for ``neuron_parallel_compile``'s graph extraction): the test now sees an empty value."""
+    for reference in script.references:
+        action = classify_env_var(reference.name)
+        if action is None or action.kind not in (DELETE, DELETE_BY_HAND) or action.rule not in metas:
+            continue
+        command = next((c for c in script.commands if c.start <= reference.start < c.end), None)
+        if command is None or command.index in settings:
+            continue  # `export XLA_FLAGS="$XLA_FLAGS ..."` goes with its setting
+        span = (reference.start - 1, reference.end)
+        meta = metas[action.rule]
+        if ctx.suppressed(meta.id, span, (command.start, command.start + 1)):
+            ctx.skip(meta, *span)
+        else:
+            ctx.manual(meta, *span, _GONE_READ.format(name=reference.name, why=action.message), command.start)
 
 
 def _apply_deletions(
