@@ -120,7 +120,8 @@ def test_a_heredoc_is_migrated_as_what_reads_it(plan):
     result = migrate_shell_text(script, "run.sh", plan)
     lines = result.text.splitlines()
     # A script written to a file: migrated inside; its markers are escaped, since the heredoc expands.
-    assert lines[:3] == ["cat <<EOF > launch.sh", f"export {ASYNC_LOAD}=1", "# neuron-migrate(NM512): \\`--tensor_parallel_size \\$TP\\`: " + lines[2].split("\\$TP\\`: ", 1)[1]]
+    assert lines[:2] == ["cat <<EOF > launch.sh", f"export {ASYNC_LOAD}=1"]
+    assert lines[2].startswith("# neuron-migrate(NM512): \\`--tensor_parallel_size \\$TP\\`: tensor parallelism")
     assert "export PJRT_DEVICE" not in result.text and "\tpython x.py" in lines
     # A quoted one is written as it is: its marker is not escaped.
     assert "\t# neuron-migrate(NM510): neuron_parallel_compile removed" in result.text

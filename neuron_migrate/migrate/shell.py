@@ -2,12 +2,16 @@
 
 A launch script is never re-rendered. ``bashlex`` finds the simple commands, their assignments and
 words with their character positions, and the rules change only those spans, so comments,
-heredocs, line continuations, quoting, arrays and functions survive byte for byte.
+heredocs, line continuations, quoting, arrays and functions survive byte for byte. A heredoc body
+is data to this script; when it holds a script of its own, the rules read it through
+:func:`heredoc_view` and :meth:`ShellEdits.adopt` takes their edits.
 
 bashlex refuses a fair part of valid bash (``[[ ]]``, arrays, ``case``, ``$(( ))``...). The script
 is therefore cut into line groups first (a line, plus whatever a quote, a bracket, a ``\\``
-continuation or a heredoc carries over), each group is parsed on its own, and a group bashlex still
-refuses is left as it is: one odd construct never costs the rest of the file. Before parsing, a
+continuation or a heredoc carries over), each group is parsed on its own, a group bashlex refuses
+is read again line by line with the syntax of blocks masked (``if ...; then``, ``for ... do``,
+``case`` arms, function headers), and a line it still refuses is left as it is: one odd construct
+never costs the rest of the file. Before parsing, a
 same-length copy of the text masks what bashlex would trip on or misread (comments, heredoc bodies,
 ``[[ ]]`` tests, arithmetic, the brackets of array assignments), so every position found in the
 copy is a position in the real text.
@@ -65,7 +69,7 @@ class Layout:
     view: str
     groups: list[tuple[int, int]] = field(default_factory=list)
     depths: list[int] = field(default_factory=list)  # block depth where each group starts
-    heredocs: list[tuple[int, int]] = field(default_factory=list)  # bodies: data, never edited
+    heredocs: list[tuple[int, int]] = field(default_factory=list)  # bodies: data to this script
     # For each body: where its `<<` operator is, and whether its delimiter is quoted (then the body
     # is written as it is; unquoted, `$`, backquotes and `\` still expand when it is written).
     heredoc_heads: list[tuple[int, bool]] = field(default_factory=list)
