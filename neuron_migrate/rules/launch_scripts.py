@@ -248,7 +248,7 @@ def _after_options(command: Command, args: list[Arg], i: int, switches: frozense
         if option == "--":
             i += 1
             break
-        if _unresolved(args[i]) and i + 1 < len(args):
+        if _unresolved(args[i]) and any(a.value.endswith(".py") for a in args[i + 1 :]):
             # `torchrun $DISTRIBUTED_ARGS train.py`: a variable the script did not set literally
             # holds launcher options; the script comes after it.
             i += 1
@@ -464,6 +464,21 @@ class ParallelCompileWrapper(ShellRule):
                     self.ctx.manual(self.meta, array.elements[0].start, array.elements[0].end, step, array.start)
                     continue
                 self._unwrap(("array", array.index), array.elements, 0, None, array.start)
+        for setting in script.settings():
+            if (setting.value or "").strip("\"'") == "neuron_parallel_compile":
+                self._empty(setting)
+
+    def _empty(self, setting: Setting) -> None:
+        """``MAYBE_COMPILE="neuron_parallel_compile"`` (then ``$MAYBE_COMPILE torchrun ...``): the
+        variable that held the wrapper is emptied, so the command it prefixed runs as it is."""
+        ctx, meta, item = self.ctx, self.meta, setting.item
+        span = (item.start, item.end)
+        if ctx.suppressed(meta.id, span, (setting.command.start, setting.command.start + 1)):
+            ctx.skip(meta, *span)
+            return
+        ctx.rewrite(item.start + len(item.raw) - len(item.raw.partition("=")[2]), item.end, '""')
+        message = f"{setting.name} no longer holds neuron_parallel_compile: the command it prefixed runs as it is"
+        ctx.review(meta, *span, message, _PARALLEL_COMPILE_REVIEW, setting.command.start, after=f'{setting.name}=""')
 
     @staticmethod
     def _wrapper_position(items, words: list[int]) -> int | None:
