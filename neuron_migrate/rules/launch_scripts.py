@@ -771,13 +771,12 @@ def changed_trainer_flags(script: ShellScript, launch: Launch) -> list[NeuronFla
 @dataclass(frozen=True)
 class FlagEdit:
     """What becomes of one flag: ``rename`` to another field (value kept), else it goes; ``prefix`` is
-    an assignment put in front of the launch; ``drop`` other flags of the launch that go with it."""
+    an assignment put in front of the launch."""
 
     message: str
     review: bool = False
     rename: str = ""
     prefix: str = ""
-    drop: tuple[NeuronFlag, ...] = ()
 
 
 TENSORBOARD_DIR = "TENSORBOARD_LOGGING_DIR"
@@ -900,9 +899,10 @@ class ChangedTrainerFlags(ShellRule):
         anchor = _anchor(script, flag.flag.key, command)
         words = [a.word for a in (flag.flag, flag.value) if a is not None and a.word is not None]
         span = (words[0].start, words[-1].end) if words else _command_span(command)
-        verb = f"rename `{flag.written}` to --{edit.rename}" if edit.rename else f"remove `{flag.written}`"
-        if not flag.editable or _indexed_array(script, flag.flag.key):
-            ctx.manual(meta, *span, f"{verb} in the variable it comes from: {edit.message}", anchor)
+        verb = f"rename `{flag.written}` to --{edit.rename} in" if edit.rename else f"remove `{flag.written}` from"
+        written_here = flag.flag.word is not None and flag.flag.value in flag.flag.word.raw
+        if not flag.editable or not written_here or _indexed_array(script, flag.flag.key):
+            ctx.manual(meta, *span, f"{verb} the variable it comes from: {edit.message}", anchor)
             return
         if ctx.suppressed(meta.id, span, (anchor, anchor + 1), _command_span(command)):
             ctx.skip(meta, *span)
