@@ -212,7 +212,7 @@ def migrate_dockerfile_text(text: str, path: str, plan: RulePlan, *, no_comments
     scripts = [(i.body_start, i.body_end) for i in dockerfile.instructions if i.form == "script"]
     old_values = {i.separator + 1 for i in dockerfile.instructions if i.separator >= 0}
     changes = [_as_instruction(edit, scripts, old_values) for edit in edits.edits()]
-    return apply_edits(text, changes, script.layout.heredocs), edits.findings
+    return apply_edits(text, changes, edits.protected()), edits.findings
 
 
 def _ignore_comments_above(dockerfile: Dockerfile, edits: ShellEdits) -> None:

@@ -2,12 +2,16 @@
 
 A launch script is never re-rendered. ``bashlex`` finds the simple commands, their assignments and
 words with their character positions, and the rules change only those spans, so comments,
-heredocs, line continuations, quoting, arrays and functions survive byte for byte.
+heredocs, line continuations, quoting, arrays and functions survive byte for byte. A heredoc body
+is data to this script; when it holds a script of its own, the rules read it through
+:func:`heredoc_view` and :meth:`ShellEdits.adopt` takes their edits.
 
 bashlex refuses a fair part of valid bash (``[[ ]]``, arrays, ``case``, ``$(( ))``...). The script
 is therefore cut into line groups first (a line, plus whatever a quote, a bracket, a ``\\``
-continuation or a heredoc carries over), each group is parsed on its own, and a group bashlex still
-refuses is left as it is: one odd construct never costs the rest of the file. Before parsing, a
+continuation or a heredoc carries over), each group is parsed on its own, a group bashlex refuses
+is read again line by line with the syntax of blocks masked (``if ...; then``, ``for ... do``,
+``case`` arms, function headers), and a line it still refuses is left as it is: one odd construct
+never costs the rest of the file. Before parsing, a
 same-length copy of the text masks what bashlex would trip on or misread (comments, heredoc bodies,
 ``[[ ]]`` tests, arithmetic, the brackets of array assignments), so every position found in the
 copy is a position in the real text.
@@ -65,7 +69,10 @@ class Layout:
     view: str
     groups: list[tuple[int, int]] = field(default_factory=list)
     depths: list[int] = field(default_factory=list)  # block depth where each group starts
-    heredocs: list[tuple[int, int]] = field(default_factory=list)  # bodies: data, never edited
+    heredocs: list[tuple[int, int]] = field(default_factory=list)  # bodies: data to this script
+    # For each body: where its `<<` operator is, and whether its delimiter is quoted (then the body
+    # is written as it is; unquoted, `$`, backquotes and `\` still expand when it is written).
+    heredoc_heads: list[tuple[int, bool]] = field(default_factory=list)
     arrays: list[ArraySpan] = field(default_factory=list)
     # Line starts where a comment line may go: not inside a quote, a heredoc or a continued line.
     line_starts: list[int] = field(default_factory=list)
@@ -81,7 +88,8 @@ class _Scanner:
         self.view = list(text)
         self.layout = Layout(view="", line_starts=[0])
         self.stack: list[str] = []  # '"', "`", "${", "$(", "(", "A" (array)
-        self.pending: list[tuple[str, bool]] = []  # heredoc delimiters waiting for their bodies
+        # heredocs waiting for their bodies: (delimiter, strip tabs, operator position, quoted)
+        self.pending: list[tuple[str, bool, int, bool]] = []
         self.open_arrays: list[int] = []  # indexes into layout.arrays, innermost last
         self.depth = 0
         self.group_start = 0
@@ -329,7 +337,8 @@ class _Scanner:
                 delimiter.append(c)
                 j += 1
         if delimiter:
-            self.pending.append(("".join(delimiter), strip_tabs))
+            quoted = any(c in "'\"\\" for c in text[word_start:j])
+            self.pending.append(("".join(delimiter), strip_tabs, i, quoted))
             self._unquote_delimiter(word_start, j)
         self.word_start = True
         return j
@@ -359,7 +368,8 @@ class _Scanner:
 
     def _heredoc_bodies(self, i: int) -> int:
         text = self.text
-        for delimiter, strip_tabs in self.pending:
+        for delimiter, strip_tabs, operator, quoted in self.pending:
+            self.layout.heredoc_heads.append((operator, quoted))
             body_start = i
             while i < self.n:
                 end = self._line_end(i)
@@ -514,10 +524,11 @@ class ShellScript:
             return
         if self._read_chunk(start, end, self.layout.view[start:end]):
             return
-        # A group bashlex refuses is mostly a `case` block: its arms are read line by line with
-        # the case syntax masked, and only lines that still do not parse are refused.
+        # A group bashlex refuses is mostly the header of a block (`if ...; then`, `for ... do`) or a
+        # `case` arm: it is read line by line with the block syntax masked, and only lines that
+        # still do not parse are refused.
         for line_start, line_end in _logical_lines(self.layout.view, start, end):
-            chunk = _mask_case_syntax(self.layout.view[line_start:line_end])
+            chunk = _mask_block_syntax(self.layout.view[line_start:line_end])
             if chunk.strip() and not self._read_chunk(line_start, line_end, chunk):
                 self.refused.append((line_start, line_end))
 
@@ -701,6 +712,52 @@ def _mask_case_syntax(line: str) -> str:
     return line
 
 
+# Where a reserved word may stand: the start of the line or after a list operator.
+_COMMAND_START = r"(?:^|(?<=[;&|]))[ \t]*"
+_BLOCK_WORD = re.compile(_COMMAND_START + r"(if|elif|while|until|then|do|else|fi|done|esac|\{|\}|!)(?=[\s;&|]|$)")
+# `for NAME in WORDS` / `select NAME in WORDS`: the words stay, read as the arguments of `:`.
+_FOR_HEADER = re.compile(_COMMAND_START + r"((?:for|select)[ \t]+[A-Za-z_]\w*(?:[ \t]+in(?=[\s;]|$))?)")
+_FUNCTION_HEADER = re.compile(
+    r"[ \t]*(?:function[ \t]+[^\s(){}]+(?:[ \t]*\([ \t]*\))?|[A-Za-z_][\w:.-]*[ \t]*\([ \t]*\))[ \t]*\{?"
+)
+
+
+def _mask_block_syntax(line: str) -> str:
+    """``line`` (one logical line of a block bashlex refused as a whole, such as the ``if ...; then``
+    that opens it) with the syntax of ``if``/``while``/``for``/``case`` blocks and function headers
+    replaced by spaces, so the commands of the condition, the loop words and the body are read at
+    their own positions."""
+    line = _mask_case_syntax(line)
+    function = _FUNCTION_HEADER.match(line)
+    if function and function.end():
+        line = " " * function.end() + line[function.end() :]
+    quoted = _quoted_positions(line)
+    for match in _FOR_HEADER.finditer(line):
+        if match.start(1) not in quoted:
+            line = line[: match.start(1)] + ":" + " " * (match.end(1) - match.start(1) - 1) + line[match.end(1) :]
+    for match in _BLOCK_WORD.finditer(line):
+        if match.start(1) not in quoted:
+            line = line[: match.start(1)] + " " * (match.end(1) - match.start(1)) + line[match.end(1) :]
+    return line
+
+
+def _quoted_positions(line: str) -> set[int]:
+    """Positions of ``line`` inside quotes (enough to keep a reserved word in a string as it is)."""
+    inside, quote, escaped = set(), "", False
+    for k, c in enumerate(line):
+        if escaped:
+            escaped = False
+        elif c == "\\" and quote != "'":
+            escaped = True
+        elif quote and c == quote:
+            quote = ""
+        elif not quote and c in "'\"":
+            quote = c
+        elif quote:
+            inside.add(k)
+    return inside
+
+
 def _parse(chunk: str):
     """bashlex's nodes for one line group; None when it refuses it even without a leading
     ``then``/``do``/``else`` or a trailing ``fi``/``done`` (a line inside a block)."""
@@ -845,6 +902,9 @@ class ShellEdits:
         self._deleted: dict[int, tuple[int, int, str]] = {}  # command index -> its edit
         self._edits: list[tuple[int, int, str, int]] = []  # (start, end, text, order)
         self._markers: dict[int, list[str]] = {}  # line start -> marker comments, in order
+        # New lines and markers as they must be written: inside an unquoted heredoc, escaped.
+        self.escape: Callable[[str], str] = str
+        self._adopted: list[tuple[int, int]] = []  # heredoc bodies edited by a script of their own
 
     # -- what rules ask ------------------------------------------------------------------------------
     def items(self, key: ListKey) -> list[Word]:
@@ -925,12 +985,13 @@ class ShellEdits:
 
     def insert_line(self, position: int, line: str) -> None:
         """A new line (without its newline) at the line start ``position``, above any marker there."""
-        self._edits.append((position, position, line + self.newline, 0))
+        self._edits.append((position, position, self.escape(line) + self.newline, 0))
 
     def mark(self, position: int, comment: str) -> None:
         """A marker comment above the command at ``position`` (nothing with --no-comments)."""
         if self.no_comments:
             return
+        comment = self.escape(comment)
         comments = self._markers.setdefault(self.script.marker_line_start(position), [])
         if comment not in comments:
             comments.append(comment)
@@ -988,9 +1049,20 @@ class ShellEdits:
             meta, start, end, f"{meta.title} (suppressed by comment)", meta.safety, applied=False, suppressed=True
         )
 
+    def adopt(self, body: tuple[int, int], inner: ShellEdits) -> None:
+        """Take the edits and findings of ``inner``, the rules' pass over the heredoc ``body`` read as a
+        script of its own (see :func:`heredoc_view`): its positions are this script's positions."""
+        self._adopted.append(body)
+        self._edits += inner.edits()
+        self.findings += inner.findings
+
     # -- applying ------------------------------------------------------------------------------------
     def apply(self) -> str:
-        return apply_edits(self.script.text, self.edits(), self.script.layout.heredocs)
+        return apply_edits(self.script.text, self.edits(), self.protected())
+
+    def protected(self) -> list[tuple[int, int]]:
+        """The heredoc bodies no edit may reach into: all but those edited as scripts of their own."""
+        return [body for body in self.script.layout.heredocs if body not in self._adopted]
 
     def edits(self) -> list[tuple[int, int, str, int]]:
         """Every change as (start, end, new text, order), positions in the script's text: a caller
@@ -1018,6 +1090,18 @@ class ShellEdits:
             edits.append((position, position, block, 1))
         edits += [(*edit, 2) for edit in deleted]
         return edits
+
+
+def heredoc_view(text: str, start: int, end: int) -> str:
+    """``text`` with everything but the heredoc body ``start:end`` blanked (line breaks kept): the
+    body reads as a script of its own whose positions are positions in ``text``."""
+    blank = re.sub(r"[^\r\n]", " ", text[:start])
+    return blank + text[start:end] + re.sub(r"[^\r\n]", " ", text[end:])
+
+
+def escape_for_heredoc(line: str) -> str:
+    """A new line for an unquoted heredoc, which expands ``$``, backquotes and ``\\`` when written."""
+    return re.sub(r"([\\$`])", r"\\\1", line)
 
 
 def _empties_block(view: str, start: int, end: int) -> bool:

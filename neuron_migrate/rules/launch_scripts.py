@@ -3,10 +3,12 @@
 What changes in a ``run.sh`` is small and mostly a matter of tables: the ``neuron_parallel_compile``
 wrapper goes (NM510), a Hugging Face training launch gets ``HF_DEACTIVATE_ASYNC_LOAD=1`` (NM511),
 the ``NeuronTrainingArguments``-only flags on its command line go (NM512) and the Trainer is told to
-compile with the neuron backend instead (NM513); ``optimum-cli`` steps (NM514, NM515) and the
-``xla_dist`` launcher (NM516) become TODOs with their TorchNeuron counterparts (DOCS_CLI). Legacy
-environment variables are decided by the one table of :mod:`~neuron_migrate.rules.env_vars`, under
-the same rule ids as in Python code, so a script and a module never disagree about a variable.
+compile with the neuron backend instead (NM513), and flags of fields transformers 5 removed or
+renamed follow the field map of :mod:`~neuron_migrate.rules.hf_fields` (NM517); ``optimum-cli``
+steps (NM514, NM515) and the ``xla_dist`` launcher (NM516) become TODOs with their TorchNeuron
+counterparts (DOCS_CLI). Legacy environment variables are decided by the one table of
+:mod:`~neuron_migrate.rules.env_vars`, under the same rule ids as in Python code, so a script and a
+module never disagree about a variable. A heredoc that holds a shell script goes through all of it.
 
 The rules read a :class:`~neuron_migrate.migrate.shell.ShellScript` (commands, arrays, variables,
 positions) and ask :class:`~neuron_migrate.migrate.shell.ShellEdits` for every edit, marker and
@@ -21,7 +23,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from neuron_migrate.migrate.shell import WORD, Array, Command, ShellEdits, ShellScript
+from neuron_migrate.migrate.shell import (
+    WORD,
+    Array,
+    Command,
+    ShellEdits,
+    ShellScript,
+    escape_for_heredoc,
+    heredoc_view,
+)
 from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleMeta, all_rules, register
 from neuron_migrate.rules.env_vars import (
     BY_HAND,
@@ -43,6 +53,8 @@ from neuron_migrate.rules.hf_fields import (
     REVIEWED_HARMLESS,
     SHARED_FIELDS,
     VERSIONED_FIELDS,
+    installed_fields,
+    table_says,
 )
 from neuron_migrate.rules.pip_commands import PYTHON, apply_pip_installs
 from neuron_migrate.rules.requirements import NEURON_INDEX
@@ -67,6 +79,7 @@ DOCS_TRAINING_ARGS = "https://huggingface.co/docs/transformers/main_classes/trai
 DOCS_DISTRIBUTED_CONFIG = "https://huggingface.co/docs/transformers/main/en/perf_infer_gpu_multi"
 DOCS_TORCHRUN = "https://pytorch.org/docs/stable/elastic/run.html"
 DOCS_DCP = "https://pytorch.org/docs/stable/distributed.checkpoint.html"
+DOCS_TRN2_LAYOUT = f"{NEURON_DOCS}/training/best-practices.html"
 # The optimum-cli commands: what each did is in optimum-neuron's own command modules.
 DOCS_CLI = "https://huggingface.co/docs/optimum-neuron/guides/export_model"
 
@@ -162,6 +175,10 @@ def expand(script: ShellScript, command: Command) -> list[Arg]:
                 found = None
         if isinstance(found, Array) and array_use:
             out += [Arg(w.value, w, ("array", found.index), k) for k, w in enumerate(found.elements)]
+        elif isinstance(found, str) and len(found.split()) == 1:
+            # `--tensor_parallel_size $TP`: the value comes from a variable, but the word that
+            # passes it is here, and goes with its flag.
+            out.append(Arg(found.split()[0], item, key, index))
         elif isinstance(found, str) and found.split():
             out += [Arg(value) for value in found.split()]
         else:
@@ -231,6 +248,11 @@ def _after_options(command: Command, args: list[Arg], i: int, switches: frozense
         if option == "--":
             i += 1
             break
+        if _unresolved(args[i]) and any(a.value.endswith(".py") for a in args[i + 1 :]):
+            # `torchrun $DISTRIBUTED_ARGS train.py`: a variable the script did not set literally
+            # holds launcher options; the script comes after it.
+            i += 1
+            continue
         if not option.startswith("-"):
             break
         if option in NOT_PYTHON:
@@ -240,6 +262,13 @@ def _after_options(command: Command, args: list[Arg], i: int, switches: frozense
     if i >= len(args):
         return None
     return Launch(command, launcher, args[i], module, tuple(args[i + 1 :]))
+
+
+def _unresolved(arg: Arg) -> bool:
+    """An expansion (``$ARGS``, ``"${ARGS[@]}"``) whose value the script does not show."""
+    return arg.word is not None and arg.value == arg.word.value and bool(
+        _ARRAY_USE.fullmatch(arg.word.raw) or _SCALAR_USE.fullmatch(arg.word.raw)
+    )
 
 
 def flag_name(value: str) -> str | None:
@@ -324,15 +353,25 @@ def neuron_flags(script: ShellScript, launch: Launch) -> list[NeuronFlag]:
         name = flag_name(arg.value)
         if name not in NEURON_ONLY_FIELDS or name in own:
             continue
-        value = None
-        if "=" not in arg.value and k + 1 < len(args):
-            following = args[k + 1]
-            if not following.value.startswith("-") and not PASS_THROUGH.fullmatch(
-                following.word.raw if following.word else ""
-            ):
-                value = following
-        out.append(NeuronFlag(name, arg, value))
+        out.append(NeuronFlag(name, arg, flag_value(args, k)))
     return out
+
+
+def flag_value(args: tuple[Arg, ...], k: int, bool_only: bool = False) -> Arg | None:
+    """The value given to the flag ``args[k]`` as the next word (None for ``--flag=value`` and a bare
+    switch). ``bool_only``: a bool field, whose value may be left out, takes only a bool word."""
+    if "=" in args[k].value or k + 1 >= len(args):
+        return None
+    following = args[k + 1]
+    if following.value.startswith("-") or PASS_THROUGH.fullmatch(following.word.raw if following.word else ""):
+        return None
+    if bool_only and following.value.lower() not in BOOL_WORDS:
+        return None
+    return following
+
+
+# What HfArgumentParser reads as the value of a bool field (transformers' string_to_bool).
+BOOL_WORDS = frozenset({"true", "false", "yes", "no", "t", "f", "y", "n", "1", "0"})
 
 
 def flag_reason(name: str, value: str | None) -> tuple[str, bool]:
@@ -425,6 +464,21 @@ class ParallelCompileWrapper(ShellRule):
                     self.ctx.manual(self.meta, array.elements[0].start, array.elements[0].end, step, array.start)
                     continue
                 self._unwrap(("array", array.index), array.elements, 0, None, array.start)
+        for setting in script.settings():
+            if (setting.value or "").strip("\"'") == "neuron_parallel_compile":
+                self._empty(setting)
+
+    def _empty(self, setting: Setting) -> None:
+        """``MAYBE_COMPILE="neuron_parallel_compile"`` (then ``$MAYBE_COMPILE torchrun ...``): the
+        variable that held the wrapper is emptied, so the command it prefixed runs as it is."""
+        ctx, meta, item = self.ctx, self.meta, setting.item
+        span = (item.start, item.end)
+        if ctx.suppressed(meta.id, span, (setting.command.start, setting.command.start + 1)):
+            ctx.skip(meta, *span)
+            return
+        ctx.rewrite(item.start + len(item.raw) - len(item.raw.partition("=")[2]), item.end, '""')
+        message = f"{setting.name} no longer holds neuron_parallel_compile: the command it prefixed runs as it is"
+        ctx.review(meta, *span, message, _PARALLEL_COMPILE_REVIEW, setting.command.start, after=f'{setting.name}=""')
 
     @staticmethod
     def _wrapper_position(items, words: list[int]) -> int | None:
@@ -529,6 +583,23 @@ _COMPILE_REVIEW = (
 )
 
 
+# A whole trn1.32xlarge: 16 Trainium chips of 2 NeuronCores. TorchNeuron runs on Trn2/Trn3 only, where
+# a trn2.48xlarge shows 64 logical NeuronCores (16 Trainium2 chips, 8 physical cores each, paired by the
+# default LNC=2), one process each (DOCS_TRN2_LAYOUT).
+TRN1_NODE_CORES = "32"
+_TRN2_CORES = (
+    "--nproc_per_node {count} was one process per NeuronCore of a trn1.32xlarge; TorchNeuron runs on Trn2/Trn3, "
+    "where a trn2.48xlarge has 64 logical NeuronCores (4 per Trainium2 chip with the default LNC=2): launch 64 "
+    "processes there and choose the parallel sizes for 64 ranks"
+)
+
+
+def _trn1_node_count(script: ShellScript, command: Command) -> str | None:
+    """The launch's ``--nproc_per_node`` when it is a whole trn1.32xlarge's NeuronCore count."""
+    count = _option(_cli_words(script, command), "--nproc_per_node", "--nproc-per-node")
+    return count if count == TRN1_NODE_CORES else None
+
+
 @register
 class NeuronOnlyTrainingFlags(ShellRule):
     """NeuronTrainingArguments-only flags on a Hugging Face launch are removed (DOCS_TRAINING_ARGS)."""
@@ -542,7 +613,7 @@ class NeuronOnlyTrainingFlags(ShellRule):
             "--tensor_parallel_size, --zero_1, --pipeline_parallel_size, --use_autocast... are not TrainingArguments "
             "fields: HfArgumentParser would reject them. Parallel sizes move into the script (DistributedConfig)."
         ),
-        docs=(DOCS_TRAINING_ARGS, DOCS_DISTRIBUTED_CONFIG, DOCS_HF),
+        docs=(DOCS_TRAINING_ARGS, DOCS_DISTRIBUTED_CONFIG, DOCS_HF, DOCS_TRN2_LAYOUT),
         triggers=tuple(sorted({f"--{name}".encode() for name in NEURON_ONLY_FIELDS})),
         kind="shell",
         example=Example(
@@ -557,7 +628,7 @@ class NeuronOnlyTrainingFlags(ShellRule):
                 "export HF_DEACTIVATE_ASYNC_LOAD=1\n"
                 "# neuron-migrate(NM512): `--tensor_parallel_size 8`: "
                 + flag_reason("tensor_parallel_size", "8")[0]
-                + f"; `--zero_1 true`: {REVIEWED_FIELDS['zero_1']}\n"
+                + f"; `--zero_1 true`: {REVIEWED_FIELDS['zero_1']}; {_TRN2_CORES.format(count=TRN1_NODE_CORES)}\n"
                 f"# neuron-migrate(NM513): {_COMPILE_REVIEW}\n"
                 "torchrun --nproc_per_node=32 train.py \\\n"
                 "    --output_dir out \\\n"
@@ -580,6 +651,10 @@ class NeuronOnlyTrainingFlags(ShellRule):
                     continue
                 handled.add(place)
                 self._remove(script, command, flag, reviews)
+            cores = _trn1_node_count(script, command)
+            if cores and any(f.name in PARALLEL_FIELDS for f in neuron_flags(script, launch)):
+                for texts in reviews.values():
+                    texts.append(_TRN2_CORES.format(count=cores))
             for anchor, texts in reviews.items():
                 ctx.mark(anchor, f"# neuron-migrate({meta.id}): {'; '.join(texts)}")
 
@@ -657,6 +732,198 @@ class TorchCompileFlags(ShellRule):
                 continue
             ctx.replace(host.flag.key, host.flag.index, COMPILE_FLAGS)
             ctx.review(meta, *span, f"`{COMPILE_FLAGS}` added", _COMPILE_REVIEW, anchor, after=COMPILE_FLAGS)
+
+
+# ----- TrainingArguments flags the target transformers release changed -------------------------------------
+
+
+def trainer_takes(name: str) -> bool:
+    """Whether the target release's TrainingArguments has the field ``name``: the installed source when
+    there is one, else the version table (as the Python rules decide)."""
+    real = installed_fields("TrainingArguments")
+    if real is not None:
+        return name in real
+    table = table_says("TrainingArguments", name)
+    return True if table is None else table
+
+
+# Removed or renamed fields that are bool switches (their value may be left out).
+SWITCH_FIELDS = frozenset({"overwrite_output_dir", *RENAMED_FIELDS})
+
+
+def changed_trainer_flags(script: ShellScript, launch: Launch) -> list[NeuronFlag]:
+    """TrainingArguments flags of a Hugging Face launch that the target release removed or renamed."""
+    if not is_hf_job(script, launch):
+        return []
+    own = own_flags(script, launch)
+    out = []
+    for k, arg in enumerate(launch.args):
+        name = flag_name(arg.value)
+        if name is None or name in own:
+            continue
+        removed = name in VERSIONED_FIELDS and not trainer_takes(name)
+        renamed = name in RENAMED_FIELDS and trainer_takes(RENAMED_FIELDS[name])
+        if removed or renamed:
+            out.append(NeuronFlag(name, arg, flag_value(launch.args, k, bool_only=name in SWITCH_FIELDS)))
+    return out
+
+
+@dataclass(frozen=True)
+class FlagEdit:
+    """What becomes of one flag: ``rename`` to another field (value kept), else it goes; ``prefix`` is
+    an assignment put in front of the launch."""
+
+    message: str
+    review: bool = False
+    rename: str = ""
+    prefix: str = ""
+
+
+TENSORBOARD_DIR = "TENSORBOARD_LOGGING_DIR"
+_LOGGING_DIR_GONE = "TrainingArguments has no logging_dir since transformers 5.2"
+_OVERWRITE_GONE = (
+    "transformers 5 has no overwrite_output_dir and always writes into output_dir; a script that still reads "
+    "training_args.overwrite_output_dir must drop that check"
+)
+
+
+def _overwrite_output_dir(flag: NeuronFlag, launch: Launch) -> FlagEdit:
+    return FlagEdit(_OVERWRITE_GONE, review=True)
+
+
+def _warmup_ratio(flag: NeuronFlag, launch: Launch) -> FlagEdit:
+    ratio = _number(flag)
+    if any(flag_name(a.value) == "warmup_steps" for a in launch.args):
+        return FlagEdit(
+            "warmup_steps wins, as it did over warmup_ratio; when warmup_steps is 0, pass the ratio as "
+            "--warmup_steps (a value below 1 is a ratio)",
+            review=True,
+        )
+    if ratio is not None and ratio < 1:
+        return FlagEdit("warmup_steps takes the ratio: a value below 1 is a share of the steps", rename="warmup_steps")
+    return FlagEdit(
+        "passed as --warmup_steps, which reads a value below 1 as a ratio and 1 or more as a step count: "
+        "check the value",
+        review=True,
+        rename="warmup_steps",
+    )
+
+
+def _logging_dir(flag: NeuronFlag, launch: Launch) -> FlagEdit:
+    value = flag.value
+    written = value.word.raw if value is not None and value.word is not None else None
+    if written is None and flag.flag.word is not None:
+        written = flag.flag.word.raw.partition("=")[2]
+    if not written:
+        return FlagEdit(f"{_LOGGING_DIR_GONE}: set {TENSORBOARD_DIR} for the launch instead", review=True)
+    return FlagEdit(f"{_LOGGING_DIR_GONE}: TensorBoard reads {TENSORBOARD_DIR}, now set for the launch",
+                    prefix=f"{TENSORBOARD_DIR}={written}")  # fmt: skip
+
+
+def _renamed(flag: NeuronFlag, launch: Launch) -> FlagEdit:
+    new = RENAMED_FIELDS[flag.name]
+    return FlagEdit(f"transformers 5 calls it {new} (the old name is an alias until v6)", rename=new)
+
+
+# Field -> what becomes of its flag, as the Python rules do with the keyword (optimum_training).
+FLAG_EDITS = {
+    "overwrite_output_dir": _overwrite_output_dir,
+    "warmup_ratio": _warmup_ratio,
+    "logging_dir": _logging_dir,
+    **{name: _renamed for name in RENAMED_FIELDS},
+}
+
+
+def _number(flag: NeuronFlag) -> float | None:
+    text = flag.value.value if flag.value is not None else flag.flag.value.partition("=")[2]
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+@register
+class ChangedTrainerFlags(ShellRule):
+    """Command-line flags of TrainingArguments fields the target transformers release removed or renamed
+    (``--overwrite_output_dir``, ``--warmup_ratio``, ``--logging_dir``, ``--gradient_checkpointing``):
+    the same field map as for Python keywords (:mod:`~neuron_migrate.rules.hf_fields`)."""
+
+    meta = RuleMeta(
+        "NM517",
+        "TrainingArguments flags removed or renamed in transformers 5",
+        safety=REVIEW,
+        risks=frozenset({"launch"}),
+        summary=(
+            "HfArgumentParser refuses a flag for a field TrainingArguments no longer has: --overwrite_output_dir "
+            "goes, --warmup_ratio becomes --warmup_steps (which takes a ratio below 1), --logging_dir becomes "
+            "TENSORBOARD_LOGGING_DIR for the launch, and renamed fields take their new name."
+        ),
+        docs=(DOCS_TRAINING_ARGS,),
+        triggers=tuple(sorted({f"--{name}".encode() for name in FLAG_EDITS})),
+        kind="shell",
+        example=Example(
+            before=(
+                "export HF_DEACTIVATE_ASYNC_LOAD=1\n"
+                "torchrun --nproc_per_node=2 train.py --output_dir out --overwrite_output_dir \\\n"
+                "    --warmup_ratio 0.1 --logging_dir logs\n"
+            ),
+            after=(
+                "export HF_DEACTIVATE_ASYNC_LOAD=1\n"
+                f"# neuron-migrate(NM517): `--overwrite_output_dir`: {_OVERWRITE_GONE}\n"
+                f"{TENSORBOARD_DIR}=logs torchrun --nproc_per_node=2 train.py --output_dir out \\\n"
+                "    --warmup_steps 0.1\n"
+            ),
+        ),
+    )
+
+    def check(self, script: ShellScript) -> None:
+        handled: set[tuple] = set()
+        for command in script.commands:
+            launch = launch_of(script, command)
+            if launch is None:
+                continue
+            flags = changed_trainer_flags(script, launch)
+            reviews: dict[int, list[str]] = {}
+            for flag in flags:
+                place = (flag.flag.key, flag.flag.index) if flag.flag.word else (command.index, flag.written)
+                if place in handled:
+                    continue
+                handled.add(place)
+                edit = FLAG_EDITS[flag.name](flag, launch)
+                self._apply(script, command, flag, edit, reviews)
+            for anchor, texts in reviews.items():
+                self.ctx.mark(anchor, f"# neuron-migrate({self.meta.id}): {'; '.join(texts)}")
+
+    def _apply(self, script, command: Command, flag: NeuronFlag, edit: FlagEdit, reviews) -> None:
+        ctx, meta = self.ctx, self.meta
+        anchor = _anchor(script, flag.flag.key, command)
+        words = [a.word for a in (flag.flag, flag.value) if a is not None and a.word is not None]
+        span = (words[0].start, words[-1].end) if words else _command_span(command)
+        verb = f"rename `{flag.written}` to --{edit.rename} in" if edit.rename else f"remove `{flag.written}` from"
+        written_here = flag.flag.word is not None and flag.flag.value in flag.flag.word.raw
+        if not flag.editable or not written_here or _indexed_array(script, flag.flag.key):
+            ctx.manual(meta, *span, f"{verb} the variable it comes from: {edit.message}", anchor)
+            return
+        if ctx.suppressed(meta.id, span, (anchor, anchor + 1), _command_span(command)):
+            ctx.skip(meta, *span)
+            return
+        if edit.rename:
+            raw = flag.flag.word.raw
+            old = flag.name if flag.name in raw else flag.name.replace("_", "-")
+            new = edit.rename if old == flag.name else edit.rename.replace("_", "-")
+            ctx.replace(flag.flag.key, flag.flag.index, raw.replace(old, new, 1))
+        else:
+            ctx.remove(flag.flag.key, flag.flag.index)
+            if flag.value is not None:
+                ctx.remove(flag.value.key, flag.value.index)
+        if edit.prefix and TENSORBOARD_DIR not in script.text:
+            ctx.rewrite(command.start, command.start, edit.prefix + " ")
+        done = f"`{flag.written}` renamed --{edit.rename}" if edit.rename else f"`{flag.written}` removed"
+        if edit.review:
+            ctx.record(meta, *span, f"{done}: {edit.message}", REVIEW, applied=True, fix=edit.message)
+            reviews.setdefault(anchor, []).append(f"`{flag.written}`: {edit.message}")
+        else:
+            ctx.safe(meta, *span, f"{done}: {edit.message}", after=edit.prefix or edit.rename)
 
 
 # ----- optimum-cli and xla_dist -----------------------------------------------------------------------------
@@ -881,25 +1148,26 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
 @register
 class UnparsedShellLine(ShellRule):
-    """A line bashlex cannot read (``select``, some ``case`` forms, bash extensions) that names a legacy
+    """A line bashlex cannot read (``&&`` inside ``$( )``, ``coproc``, bash extensions) that names a legacy
     command, package or variable: nothing silent is left behind, so it is reported and marked."""
 
     meta = RuleMeta(
         "NM519",
-        "shell line the parser cannot read names a legacy API",
+        "shell line or heredoc left unmigrated names a legacy API",
         safety=MANUAL,
         summary=(
-            "Lines bashlex refuses are left byte for byte as they are. When such a line mentions a legacy "
+            "Lines bashlex refuses are left byte for byte as they are, and so is a heredoc that is not a shell "
+            "script (Python fed to `python -`, a file written with cat or tee). When such text mentions a legacy "
             "variable, launcher or package, it gets a TODO marker and a finding instead of silence."
         ),
         docs=("https://github.com/idank/bashlex", DOCS_ENV),
         kind="shell",
         example=Example(
-            before="select mode in train eval; do export PJRT_DEVICE=NEURON; done\n",
+            before='HERE=$(cd "$(dirname "$0")" && pwd); export PJRT_DEVICE=NEURON\n',
             after=(
                 "# TODO(neuron-migrate NM519): "
                 + _UNPARSED_STEP.format(names="PJRT_DEVICE")
-                + "\nselect mode in train eval; do export PJRT_DEVICE=NEURON; done\n"
+                + '\nHERE=$(cd "$(dirname "$0")" && pwd); export PJRT_DEVICE=NEURON\n'
             ),
         ),
     )
@@ -1037,6 +1305,28 @@ def apply_env_table(script: ShellScript, ctx: ShellEdits) -> None:
         for reference in script.references:
             if reference.name == name:
                 ctx.rewrite(reference.start, reference.end, new)
+    _mark_gone_reads(script, ctx, metas, set(by_command))
+
+
+_GONE_READ = "reads ${name}, which nothing sets any more ({why}): it is empty here; drop the code that depends on it"
+
+
+def _mark_gone_reads(script: ShellScript, ctx: ShellEdits, metas: dict[str, RuleMeta], settings: set[int]) -> None:
+    """A TODO where the script reads a variable whose settings are deleted (``if [ "$XLA_USE_BF16" = 1 ]``,
+    a branch for ``neuron_parallel_compile``'s graph extraction): the test now sees an empty value."""
+    for reference in script.references:
+        action = classify_env_var(reference.name)
+        if action is None or action.kind not in (DELETE, DELETE_BY_HAND) or action.rule not in metas:
+            continue
+        command = next((c for c in script.commands if c.start <= reference.start < c.end), None)
+        if command is None or command.index in settings:
+            continue  # `export XLA_FLAGS="$XLA_FLAGS ..."` goes with its setting
+        span = (reference.start - 1, reference.end)
+        meta = metas[action.rule]
+        if ctx.suppressed(meta.id, span, (command.start, command.start + 1)):
+            ctx.skip(meta, *span)
+        else:
+            ctx.manual(meta, *span, _GONE_READ.format(name=reference.name, why=action.message), command.start)
 
 
 def _apply_deletions(
@@ -1103,14 +1393,93 @@ def _apply_other(ctx: ShellEdits, command: Command, decision: EnvDecision, meta:
         ctx.review(meta, item.start, item.end, decision.message, decision.message, command.start, after=decision.value)
 
 
+# ----- heredocs: a script written or run from the script ------------------------------------------------------
+
+# Programs that run the shell script they read (a batch job script for sbatch / qsub).
+SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ssh", "sbatch", "qsub"})
+PRINTERS = frozenset({"cat", "echo", "printf"})
+SHELL_SHEBANG = re.compile(r"#![ \t]*/\S*(?:/env[ \t]+)?(?:ba|z|da)?sh\b")
+PYTHON_SHEBANG = re.compile(r"#![ \t]*/\S*(?:/env[ \t]+)?python")
+# Commands that only pass their own arguments on (`sudo tee /opt/run.sh <<EOF`).
+PREFIXES = frozenset({"sudo", "env", "exec", "nohup", "time"})
+_HEREDOC_STEP = (
+    "this heredoc is {kind} that is not migrated in place: it names {names}; migrate it by hand (or move it "
+    "to a file of its own, which the migration reads) and run again"
+)
+
+
+def heredoc_kind(script: ShellScript, operator: int, body: str) -> str:
+    """What the heredoc whose ``<<`` is at ``operator`` holds: "shell" (a script that is run, or written
+    to a ``.sh`` file), "python", "data" (written to a file or read by a program) or "message" (only
+    printed)."""
+    command = next((c for c in script.commands if any(i.start == operator for i in c.items)), None)
+    if command is None:
+        return "data"
+    first_line = body.lstrip().split("\n", 1)[0]
+    head, words = _program(command)
+    targets = [w for w in words[1:] if not w.startswith("-")] if head == "tee" else []
+    targets += [i.raw.lstrip("0123456789&>| \t") for i in command.items if i.kind == "redirect" and ">" in i.raw]
+    reader = _piped_into(script, command)
+    if reader is not None and head in ("cat", "tee"):
+        head, words = reader
+    if (head in SHELLS and "-c" not in words) or any(t.endswith((".sh", ".bash")) for t in targets):
+        return "shell"
+    if PYTHON.fullmatch(head) or any(t.endswith(".py") for t in targets) or PYTHON_SHEBANG.match(first_line):
+        return "python"
+    if SHELL_SHEBANG.match(first_line):
+        return "shell"
+    return "message" if head in PRINTERS and not targets and reader is None else "data"
+
+
+def _program(command: Command) -> tuple[str, list[str]]:
+    """The program a command runs (past ``sudo``, ``env A=1``...) and its words from there."""
+    words = [w.value for w in command.words]
+    while words and (os.path.basename(words[0]) in PREFIXES or re.match(r"[A-Za-z_]\w*=", words[0])):
+        words = words[1:]
+    return (os.path.basename(words[0]) if words else ""), words
+
+
+def _piped_into(script: ShellScript, command: Command) -> tuple[str, list[str]] | None:
+    """The program the output of ``command`` is piped into (``cat <<EOF | ssh host bash``)."""
+    if command.after is None or command.after[0] not in ("|", "|&"):
+        return None
+    following = next((c for c in script.commands if c.start == command.after[2]), None)
+    return _program(following) if following is not None else None
+
+
+def apply_heredocs(script: ShellScript, ctx: ShellEdits, plan: RulePlan) -> None:
+    """A heredoc holding a shell script goes through every rule as a script of its own (its new lines
+    escaped when the heredoc expands); one holding Python or other text that names a legacy API gets
+    a TODO above its command, as an unreadable line does (NM519)."""
+    unread = next((rule for rule in plan.index.rules if rule is UnparsedShellLine), None)
+    for (start, end), (operator, quoted) in zip(script.layout.heredocs, script.layout.heredoc_heads):
+        body = script.text[start:end]
+        kind = heredoc_kind(script, operator, body)
+        if kind == "shell":
+            inner = ShellScript(heredoc_view(script.text, start, end), script.path)
+            edits = ShellEdits(inner, ctx.selected, ctx.no_comments, ctx.cell)
+            if not quoted:
+                edits.escape = escape_for_heredoc
+            apply_rules(inner, edits, plan)
+            ctx.adopt((start, end), edits)
+            continue
+        names = legacy_names(body) if kind != "message" else []
+        if names and unread is not None:
+            what = "Python" if kind == "python" else "text"
+            line_end = script.line_end(operator)
+            step = _HEREDOC_STEP.format(kind=what, names=", ".join(names))
+            _manual_span(unread(ctx), (script.line_start(operator), line_end), step, operator)
+
+
 # ----- the adapter's entry point ------------------------------------------------------------------------------
 
 
 def apply_rules(script: ShellScript, ctx: ShellEdits, plan: RulePlan) -> None:
-    """Every selected rule over one script: the environment table, the ``pip install`` commands, then the
-    launch rules in id order."""
+    """Every selected rule over one script: the environment table, the ``pip install`` commands, the
+    launch rules in id order, then the scripts its heredocs hold."""
     apply_env_table(script, ctx)
     apply_pip_installs(script, ctx)
     for rule in sorted(plan.index.rules, key=lambda r: r.meta.id):
         if rule.meta.kind == "shell" and issubclass(rule, ShellRule):
             rule(ctx).check(script)
+    apply_heredocs(script, ctx, plan)

@@ -130,6 +130,10 @@ INDEX_MARKER = (
 )
 HASH_MARKER = "hashes of this changed requirement were dropped: re-lock the file (pip-compile --generate-hashes)"
 
+# A VCS URL without #egg= names its project only through its repository: one named like a legacy
+# package (a fork too), or one of these.
+REPOSITORIES = {"pytorch/xla": "torch-xla"}
+
 # Words that make a file worth reading at all (the prefilter is a byte scan, so both spellings).
 TRIGGERS: tuple[bytes, ...] = tuple(
     sorted(
@@ -140,6 +144,7 @@ TRIGGERS: tuple[bytes, ...] = tuple(
             for spelling in (name, name.replace("-", "_"))
         }
         | {NEURON_INDEX.encode()}
+        | {path.encode() for path in REPOSITORIES}
     )
 )
 
@@ -153,8 +158,26 @@ _EXTRAS = re.compile(r"\s*\[([^\]]*)\]")
 _CLAUSE = re.compile(r"\s*(===|==|!=|~=|<=|>=|<|>)\s*([A-Za-z0-9_.*+!-]+)")
 _URL = re.compile(r"\s*@\s*(\S+)")
 _MARKER = re.compile(r"\s*;(.*)$", re.DOTALL)
-_EGG = re.compile(r"#egg=([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
+_EGG = re.compile(r"#egg=([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)(\[[^\]]*\])?")
 _WHEEL = re.compile(r"(?:^|[/\\=])(?P<name>[A-Za-z0-9_.]+)-(?P<version>\d[^-/]*)-[^/]*\.whl$")
+
+
+_VCS_REPOSITORY = re.compile(
+    r"(?:git|hg|svn|bzr)\+[a-z]+://(?:[^@/]+@)?[^/]+/((?:[^/@#?]+/)*([^/@#?]+?))(?:\.git)?/?(?:[@#?].*)?$",
+    re.IGNORECASE,
+)
+
+
+def _repository_project(url: str) -> str | None:
+    """The legacy project a VCS URL builds, from its repository path."""
+    match = _VCS_REPOSITORY.match(url)
+    if match is None:
+        return None
+    path, name = match.group(1).lower(), canonical(match.group(2))
+    if path in REPOSITORIES:
+        return REPOSITORIES[path]
+    package = PACKAGES.get(name)
+    return name if package is not None and not package.neuron_only else None
 
 
 def canonical(name: str) -> str:
@@ -278,16 +301,23 @@ def _url_requirement(text: str, start: int, end: int) -> Requirement | None:
     token = text[start:end].strip()
     if any(c.isspace() for c in token):
         return None
+    extras_text = ""
     wheel = _WHEEL.search(token)
     egg = _EGG.search(token)
+    repository = _repository_project(token)
     if wheel:
         name, alternatives = wheel.group("name"), ((("==", wheel.group("version")),),)
     elif egg:
         name, alternatives = egg.group(1), ((),)
+        extras_text = egg.group(2) or ""
+    elif repository:
+        name, alternatives = repository, ((),)
     else:
         return None
     return Requirement(
         name=canonical(name),
+        extras=tuple(canonical(e.strip()) for e in extras_text.strip("[]").split(",") if e.strip()),
+        extras_text=extras_text,
         alternatives=alternatives,
         written=token,
         url=token,
