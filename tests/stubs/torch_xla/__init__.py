@@ -17,3 +17,10 @@ def sync():
 
 def manual_seed(seed):
     torch.manual_seed(seed)
+
+
+def compile(f=None, full_graph=False, name=None, max_different_graphs=None):
+    """Runs the function eagerly: the reference a compiled migration is compared against."""
+    if f is None:
+        return lambda fn: fn
+    return f
