@@ -105,3 +105,22 @@ def test_each_removed_import_points_at_its_own_line(migrate):
         (3, "from torch_xla.distributed import parallel_loader as pl"),
         (3, "from torch_xla.distributed import xla_multiprocessing"),
     ]
+
+
+LONG_STATEMENT = (
+    "from neuronx_distributed.parallel_layers import parallel_state\n\n"
+    "sampler = make_sampler(\n"
+    "    data,\n"
+    "    rank=parallel_state.get_data_parallel_rank(),\n"
+    "    size=parallel_state.get_data_parallel_size(),  # replicas\n"
+    ")\n"
+)
+
+
+def test_a_use_below_the_first_line_of_its_statement_gets_a_tag_on_its_own_line(migrate):
+    code = migrate(LONG_STATEMENT).code
+    lines = code.splitlines()
+    assert "    rank=parallel_state.get_data_parallel_rank(),  # TODO(neuron-migrate NM421): see above" in lines
+    assert "    size=parallel_state.get_data_parallel_size(),  # replicas  # TODO(neuron-migrate NM421): see above" in lines
+    assert migrate(code).code == code
+    assert "see above" not in migrate(LONG_STATEMENT, no_comments=True).code

@@ -128,6 +128,8 @@ class FileContext:
     # statement node id -> marker comment lines to attach when the engine leaves that statement
     markers: dict[int, list[str]] = field(default_factory=dict)
     statement_stack: list[cst.CSTNode] = field(default_factory=list)
+    # line -> the short tag that ends it: a use left below the first line of its statement
+    line_tags: dict[int, str] = field(default_factory=dict)
     import_bound: set[str] = field(default_factory=set)
     shim_bound: set[str] = field(default_factory=set)
     has_legacy_imports: bool = False
@@ -285,6 +287,7 @@ class FileContext:
             return
         self._record(meta, node, message, MANUAL, applied=False, fix=fix)
         self._mark(f"# TODO(neuron-migrate {meta.id}): {message}")
+        self._tag_line(node, meta.id)
 
     def report(self, node: cst.CSTNode, message: str, fix: str = "") -> None:
         """A finding for the report only: nothing is changed and no marker is written."""
@@ -364,6 +367,15 @@ class FileContext:
         lines = self.markers.setdefault(key, [])
         if comment not in lines:
             lines.append(comment)
+
+    def _tag_line(self, node: cst.CSTNode, rule_id: str) -> None:
+        """The TODO goes above the statement; a use further down a long statement also gets a short
+        tag at the end of its own line, so a reader finds what the TODO is about."""
+        if self.no_comments or not self.statement_stack:
+            return
+        line = self.span(node).line
+        if line > self.span(self.statement_stack[-1]).line:
+            self.line_tags.setdefault(line, f"# TODO(neuron-migrate {rule_id}): see above")
 
     # ----- module facts ------------------------------------------------------------------------
     def _scan_imports(self) -> None:

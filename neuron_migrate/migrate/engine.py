@@ -137,6 +137,8 @@ class MigrationTransformer(cst.CSTTransformer):
         return True
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
+        if isinstance(original, cst.TrailingWhitespace):
+            return self._tag_line_end(original, updated) if self.ctx.line_tags else updated
         result = updated
         if isinstance(original, cst.Call):
             result = self._dispatch(original, result, self.index.calls, original.func)
@@ -162,6 +164,18 @@ class MigrationTransformer(cst.CSTTransformer):
             if isinstance(result, cst.Module):
                 result = _without_header_repeats(result)
         return result
+
+    def _tag_line_end(self, original: cst.TrailingWhitespace, updated: cst.TrailingWhitespace):
+        """Uses on a line are left before the line's end, so their tag is known here. A comment the
+        line has already keeps its place, the tag follows it."""
+        tag = self.ctx.line_tags.pop(self.ctx.span(original).line, None)
+        if tag is None:
+            return updated
+        if updated.comment is None:
+            return updated.with_changes(whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(tag))
+        if "neuron-migrate" in updated.comment.value:
+            return updated
+        return updated.with_changes(comment=cst.Comment(f"{updated.comment.value}  {tag}"))
 
     def _note_statement_call(self, line: cst.SimpleStatementLine) -> None:
         if len(line.body) != 1:
