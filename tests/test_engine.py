@@ -124,3 +124,16 @@ def test_a_use_below_the_first_line_of_its_statement_gets_a_tag_on_its_own_line(
     assert "    size=parallel_state.get_data_parallel_size(),  # replicas  # TODO(neuron-migrate NM421): see above" in lines
     assert migrate(code).code == code
     assert "see above" not in migrate(LONG_STATEMENT, no_comments=True).code
+
+
+def test_a_leftover_below_the_first_line_of_its_statement_gets_a_tag_too(migrate):
+    source = (
+        "import torch_xla.core.xla_model as xm\n\n"
+        "state = dict(\n"
+        "    weights=weights,\n"
+        "    kind=xm.xla_device_kind(),\n"
+        ")\n"
+    )
+    code = migrate(source).code
+    assert "    kind=xm.xla_device_kind(),  # TODO(neuron-migrate NM100): see above\n" in code
+    assert code.count("NM100") == 2 and migrate(code).code == code
