@@ -374,8 +374,12 @@ class FileContext:
         if self.no_comments or not self.statement_stack:
             return
         line = self.span(node).line
-        if line > self.span(self.statement_stack[-1]).line:
-            self.line_tags.setdefault(line, f"# TODO(neuron-migrate {rule_id}): see above")
+        if line <= self.span(self.statement_stack[-1]).line:
+            return
+        ids = self.line_tags.get(line, "").removeprefix("# TODO(neuron-migrate ").partition(")")[0]
+        if rule_id not in ids.split(", "):
+            ids = f"{ids}, {rule_id}" if ids else rule_id
+            self.line_tags[line] = f"# TODO(neuron-migrate {ids}): see above"
 
     # ----- module facts ------------------------------------------------------------------------
     def _scan_imports(self) -> None:
