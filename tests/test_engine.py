@@ -137,3 +137,16 @@ def test_a_leftover_below_the_first_line_of_its_statement_gets_a_tag_too(migrate
     code = migrate(source).code
     assert "    kind=xm.xla_device_kind(),  # TODO(neuron-migrate NM100): see above\n" in code
     assert code.count("NM100") == 2 and migrate(code).code == code
+
+
+def test_a_legacy_use_inside_a_shim_is_reported_on_its_own_line(migrate):
+    source = (
+        "if is_torch_xla_available():\n"
+        "    import torch_xla.core.xla_model as xm\n\n\n"
+        "def seed(s):\n"
+        "    if is_torch_xla_available():\n"
+        "        xm.set_rng_state(s)\n"
+    )
+    result = migrate(source)
+    assert result.code == source
+    assert [(f.rule, f.span.line) for f in result.findings] == [("NM190", 1), ("NM190", 6), ("NM190", 7)]

@@ -328,12 +328,15 @@ class MigrationTransformer(cst.CSTTransformer):
     def _note_legacy(self, node: cst.CSTNode) -> None:
         if self.import_depth or id(node) in self.inner_attrs or not self.ctx.statement_stack:
             return
-        if self.shims:
-            return
+        if self.shims and isinstance(self.shims[-1], cst.Try):
+            return  # the shim's own import block
         if self.ctx.shim_bound and self.ctx.is_shim_name(node):
             self._report_shim_use(node)
             return
         for qname in self.ctx.qualified_names(node):
+            if qname.startswith(self.legacy_prefixes) and self.shims:
+                self._report_shim_use(node)  # kept for the legacy stack, and said so on its line
+                return
             if qname.startswith(self.legacy_prefixes):
                 self.legacy_refs.append(LegacyRef(node, qname, self.ctx.statement_stack[-1]))
                 return
