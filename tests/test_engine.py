@@ -150,3 +150,17 @@ def test_a_legacy_use_inside_a_shim_is_reported_on_its_own_line(migrate):
     result = migrate(source)
     assert result.code == source
     assert [(f.rule, f.span.line) for f in result.findings] == [("NM190", 1), ("NM190", 6), ("NM190", 7)]
+
+
+def test_a_decorator_below_the_first_one_gets_the_tag_of_its_leftover(migrate):
+    source = (
+        "import pytest\n"
+        "from optimum.neuron.utils.testing_utils import is_trainium_test\n\n\n"
+        "@pytest.mark.slow\n"
+        "@is_trainium_test\n"
+        "def test_train():\n"
+        "    pass\n"
+    )
+    code = migrate(source).code
+    assert "\n@is_trainium_test  # TODO(neuron-migrate NM100): see above\n" in code
+    assert migrate(code).code == code

@@ -191,6 +191,11 @@ class FileContext:
             return Span(1, 1, 1, 1)
         return Span(pos.start.line, pos.start.column + 1, pos.end.line, pos.end.column + 1)
 
+    def first_line(self, statement: cst.CSTNode) -> int:
+        """The line a statement's text starts on: its first decorator's for a decorated def or class."""
+        decorators = getattr(statement, "decorators", ())
+        return self.span(decorators[0] if decorators else statement).line
+
     def code(self, node: cst.CSTNode) -> str:
         return code_of(node)
 
@@ -374,7 +379,7 @@ class FileContext:
         if self.no_comments or not self.statement_stack:
             return
         line = self.span(node).line
-        if line <= self.span(self.statement_stack[-1]).line:
+        if line <= self.first_line(self.statement_stack[-1]):
             return
         ids = self.line_tags.get(line, "").removeprefix("# TODO(neuron-migrate ").partition(")")[0]
         if rule_id not in ids.split(", "):

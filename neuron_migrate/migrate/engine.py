@@ -180,8 +180,7 @@ class MigrationTransformer(cst.CSTTransformer):
 
     def _tag_late_lines(self, original, result):
         """Tags that leftovers reported with the statement ask for, on the line ends kept for them."""
-        span = self.ctx.span(original)
-        lines = range(span.line, span.end_line + 1)
+        lines = range(self.ctx.first_line(original), self.ctx.span(original).end_line + 1)
         placed = [n for n in lines if n in self.ctx.line_tags and n in self.line_ends]
         targets = {id(self.line_ends[n]): self.ctx.line_tags.pop(n) for n in placed}
         for n in lines:
@@ -328,8 +327,8 @@ class MigrationTransformer(cst.CSTTransformer):
     def _note_legacy(self, node: cst.CSTNode) -> None:
         if self.import_depth or id(node) in self.inner_attrs or not self.ctx.statement_stack:
             return
-        if self.shims and isinstance(self.shims[-1], cst.Try):
-            return  # the shim's own import block
+        if self.shims and _assigned_by(self.ctx.statement_stack[-1], node):
+            return  # `except ImportError: xm = None` is the shim's fallback, not a use
         if self.ctx.shim_bound and self.ctx.is_shim_name(node):
             self._report_shim_use(node)
             return
@@ -399,6 +398,15 @@ def _answered_for(node: cst.CSTNode) -> cst.CSTNode:
     arguments were visited, and migrated or reported, on their own, and a legacy name left inside
     one that the rule carried over (``print(met.metrics_report())``) still needs its NM100 marker."""
     return node.func if isinstance(node, cst.Call) else node
+
+
+def _assigned_by(statement: cst.CSTNode, node: cst.CSTNode) -> bool:
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    return any(
+        isinstance(small, cst.Assign) and any(target.target is node for target in small.targets)
+        for small in statement.body
+    )
 
 
 def _tagged(line_end: cst.TrailingWhitespace, tag: str | None) -> cst.TrailingWhitespace:
