@@ -209,3 +209,33 @@ def test_migrated_xmp_spawn_training_is_data_parallel(tmp_path, legacy_data_para
             assert result["params"].keys() == params.keys()
             for name, values in params.items():
                 _close(result["params"][name], values)
+
+
+@pytest.mark.slow
+def test_compiled_training_step_trains_on_neuron_and_matches_eager_cpu(tmp_path):
+    """A step compiled whole with torch_xla.compile(full_graph=True) is migrated without fullgraph (backward and
+    the optimizer step are graph breaks dynamo would refuse), trains through the neuron backend and gives the
+    losses of the same loop run eagerly on the CPU."""
+    legacy = tmp_path / "legacy.py"
+    shutil.copy(PROGRAMS / "xla_compiled_step.py", legacy)
+    original = subprocess.run([sys.executable, str(legacy), str(tmp_path / "cpu.json")], env=_env(STUBS),
+                              capture_output=True, text=True, timeout=120)
+    assert original.returncode == 0, original.stderr[-3000:]
+
+    migrated = tmp_path / "migrated.py"
+    shutil.copy(legacy, migrated)
+    rewrite = subprocess.run([sys.executable, "-m", "neuron_migrate", "rewrite", "-q", str(migrated)], env=_env(),
+                             capture_output=True, text=True, timeout=120)
+    assert rewrite.returncode == 1, rewrite.stdout + rewrite.stderr
+    code = migrated.read_text()
+    assert 'torch.compile(self.step_fn, backend="neuron")' in code and "import torch_xla" not in code
+    assert "# neuron-migrate(NM116): fullgraph not set: `self.step_fn` is training code" in code
+
+    after = _emulate([str(migrated), str(tmp_path / "neuron.json")], cwd=tmp_path, timeout=180)
+    assert after.returncode == 0, after.stdout[-2000:] + after.stderr[-3000:]
+    cpu = json.loads((tmp_path / "cpu.json").read_text())
+    neuron = json.loads((tmp_path / "neuron.json").read_text())
+    assert cpu["device"] == "cpu" and neuron["device"].startswith("neuron")
+    assert neuron["graphs"] >= 1  # the step went through torch.compile's neuron backend
+    assert neuron["losses"][-1] < neuron["losses"][0]
+    _close(cpu["losses"], neuron["losses"], tol=1e-5)

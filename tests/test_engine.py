@@ -105,3 +105,62 @@ def test_each_removed_import_points_at_its_own_line(migrate):
         (3, "from torch_xla.distributed import parallel_loader as pl"),
         (3, "from torch_xla.distributed import xla_multiprocessing"),
     ]
+
+
+LONG_STATEMENT = (
+    "from neuronx_distributed.parallel_layers import parallel_state\n\n"
+    "sampler = make_sampler(\n"
+    "    data,\n"
+    "    rank=parallel_state.get_data_parallel_rank(),\n"
+    "    size=parallel_state.get_data_parallel_size(),  # replicas\n"
+    ")\n"
+)
+
+
+def test_a_use_below_the_first_line_of_its_statement_gets_a_tag_on_its_own_line(migrate):
+    code = migrate(LONG_STATEMENT).code
+    lines = code.splitlines()
+    assert "    rank=parallel_state.get_data_parallel_rank(),  # TODO(neuron-migrate NM421): see above" in lines
+    assert "    size=parallel_state.get_data_parallel_size(),  # replicas  # TODO(neuron-migrate NM421): see above" in lines
+    assert migrate(code).code == code
+    assert "see above" not in migrate(LONG_STATEMENT, no_comments=True).code
+
+
+def test_a_leftover_below_the_first_line_of_its_statement_gets_a_tag_too(migrate):
+    source = (
+        "import torch_xla.core.xla_model as xm\n\n"
+        "state = dict(\n"
+        "    weights=weights,\n"
+        "    kind=xm.xla_device_kind(),\n"
+        ")\n"
+    )
+    code = migrate(source).code
+    assert "    kind=xm.xla_device_kind(),  # TODO(neuron-migrate NM100): see above\n" in code
+    assert code.count("NM100") == 2 and migrate(code).code == code
+
+
+def test_a_legacy_use_inside_a_shim_is_reported_on_its_own_line(migrate):
+    source = (
+        "if is_torch_xla_available():\n"
+        "    import torch_xla.core.xla_model as xm\n\n\n"
+        "def seed(s):\n"
+        "    if is_torch_xla_available():\n"
+        "        xm.set_rng_state(s)\n"
+    )
+    result = migrate(source)
+    assert result.code == source
+    assert [(f.rule, f.span.line) for f in result.findings] == [("NM190", 1), ("NM190", 6), ("NM190", 7)]
+
+
+def test_a_decorator_below_the_first_one_gets_the_tag_of_its_leftover(migrate):
+    source = (
+        "import pytest\n"
+        "from optimum.neuron.utils.testing_utils import is_trainium_test\n\n\n"
+        "@pytest.mark.slow\n"
+        "@is_trainium_test\n"
+        "def test_train():\n"
+        "    pass\n"
+    )
+    code = migrate(source).code
+    assert "\n@is_trainium_test  # TODO(neuron-migrate NM100): see above\n" in code
+    assert migrate(code).code == code

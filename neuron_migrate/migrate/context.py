@@ -158,6 +158,8 @@ class FileContext:
     # statement node id -> marker comment lines to attach when the engine leaves that statement
     markers: dict[int, list[str]] = field(default_factory=dict)
     statement_stack: list[cst.CSTNode] = field(default_factory=list)
+    # line -> the short tag that ends it: a use left below the first line of its statement
+    line_tags: dict[int, str] = field(default_factory=dict)
     import_bound: set[str] = field(default_factory=set)
     shim_bound: set[str] = field(default_factory=set)
     shim_flags: frozenset[str] = frozenset()
@@ -226,6 +228,11 @@ class FileContext:
         if pos is None:
             return Span(1, 1, 1, 1)
         return Span(pos.start.line, pos.start.column + 1, pos.end.line, pos.end.column + 1)
+
+    def first_line(self, statement: cst.CSTNode) -> int:
+        """The line a statement's text starts on: its first decorator's for a decorated def or class."""
+        decorators = getattr(statement, "decorators", ())
+        return self.span(decorators[0] if decorators else statement).line
 
     def code(self, node: cst.CSTNode) -> str:
         return code_of(node)
@@ -327,6 +334,7 @@ class FileContext:
             return
         self._record(meta, node, message, MANUAL, applied=False, fix=fix)
         self._mark(f"# TODO(neuron-migrate {meta.id}): {message}")
+        self._tag_line(node, meta.id)
 
     def report(self, node: cst.CSTNode, message: str, fix: str = "") -> None:
         """A finding for the report only: nothing is changed and no marker is written."""
@@ -406,6 +414,19 @@ class FileContext:
         lines = self.markers.setdefault(key, [])
         if comment not in lines:
             lines.append(comment)
+
+    def _tag_line(self, node: cst.CSTNode, rule_id: str) -> None:
+        """The TODO goes above the statement; a use further down a long statement also gets a short
+        tag at the end of its own line, so a reader finds what the TODO is about."""
+        if self.no_comments or not self.statement_stack:
+            return
+        line = self.span(node).line
+        if line <= self.first_line(self.statement_stack[-1]):
+            return
+        ids = self.line_tags.get(line, "").removeprefix("# TODO(neuron-migrate ").partition(")")[0]
+        if rule_id not in ids.split(", "):
+            ids = f"{ids}, {rule_id}" if ids else rule_id
+            self.line_tags[line] = f"# TODO(neuron-migrate {ids}): see above"
 
     # ----- module facts ------------------------------------------------------------------------
     def _scan_imports(self) -> None:

@@ -108,6 +108,8 @@ class MigrationTransformer(cst.CSTTransformer):
         self.fstring_quotes: list[str] = []
         self.import_statements: list[cst.CSTNode] = []
         self.shim_uses: set[int] = set()
+        # line -> its end in the rewritten tree, kept while a statement holds an unreported legacy use
+        self.line_ends: dict[int, cst.TrailingWhitespace] = {}
 
     # ----- traversal ---------------------------------------------------------------------------
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -137,6 +139,8 @@ class MigrationTransformer(cst.CSTTransformer):
         return True
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
+        if isinstance(original, cst.TrailingWhitespace):
+            return self._leave_line_end(original, updated)
         result = updated
         if isinstance(original, cst.Call):
             result = self._dispatch(original, result, self.index.calls, original.func)
@@ -162,6 +166,28 @@ class MigrationTransformer(cst.CSTTransformer):
             if isinstance(result, cst.Module):
                 result = _without_header_repeats(result)
         return result
+
+    def _leave_line_end(self, original: cst.TrailingWhitespace, updated: cst.TrailingWhitespace):
+        """Uses on a line are left before the line's end, so a rule's tag is known here; leftovers are
+        only reported with their statement, so the line ends of a statement holding one are kept."""
+        if not self.ctx.line_tags and not self.legacy_refs:
+            return updated
+        line = self.ctx.span(original).line
+        result = _tagged(updated, self.ctx.line_tags.pop(line, None))
+        if self.legacy_refs:
+            self.line_ends[line] = result
+        return result
+
+    def _tag_late_lines(self, original, result):
+        """Tags that leftovers reported with the statement ask for, on the line ends kept for them."""
+        lines = range(self.ctx.first_line(original), self.ctx.span(original).end_line + 1)
+        placed = [n for n in lines if n in self.ctx.line_tags and n in self.line_ends]
+        targets = {id(self.line_ends[n]): self.ctx.line_tags.pop(n) for n in placed}
+        for n in lines:
+            self.line_ends.pop(n, None)
+        if not targets or not isinstance(result, cst.CSTNode):
+            return result
+        return result.visit(_LineEndTags(targets))
 
     def _note_statement_call(self, line: cst.SimpleStatementLine) -> None:
         if len(line.body) != 1:
@@ -253,6 +279,8 @@ class MigrationTransformer(cst.CSTTransformer):
         if replacement is not None:
             result = self._replace_line(result, replacement)
         self._report_leftovers(original)
+        if self.ctx.line_tags and self.line_ends:
+            result = self._tag_late_lines(original, result)
         comments = self.ctx.markers.pop(id(original), None)
         if not comments:
             return result
@@ -299,12 +327,15 @@ class MigrationTransformer(cst.CSTTransformer):
     def _note_legacy(self, node: cst.CSTNode) -> None:
         if self.import_depth or id(node) in self.inner_attrs or not self.ctx.statement_stack:
             return
-        if self.shims:
-            return
+        if self.shims and _assigned_by(self.ctx.statement_stack[-1], node):
+            return  # `except ImportError: xm = None` is the shim's fallback, not a use
         if self.ctx.shim_bound and self.ctx.is_shim_name(node):
             self._report_shim_use(node)
             return
         for qname in self.ctx.qualified_names(node):
+            if qname.startswith(self.legacy_prefixes) and self.shims:
+                self._report_shim_use(node)  # kept for the legacy stack, and said so on its line
+                return
             if qname.startswith(self.legacy_prefixes):
                 self.legacy_refs.append(LegacyRef(node, qname, self.ctx.statement_stack[-1]))
                 return
@@ -370,6 +401,35 @@ def _answered_for(node: cst.CSTNode) -> cst.CSTNode:
     arguments were visited, and migrated or reported, on their own, and a legacy name left inside
     one that the rule carried over (``print(met.metrics_report())``) still needs its NM100 marker."""
     return node.func if isinstance(node, cst.Call) else node
+
+
+def _assigned_by(statement: cst.CSTNode, node: cst.CSTNode) -> bool:
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    return any(
+        isinstance(small, cst.Assign) and any(target.target is node for target in small.targets)
+        for small in statement.body
+    )
+
+
+def _tagged(line_end: cst.TrailingWhitespace, tag: str | None) -> cst.TrailingWhitespace:
+    """``line_end`` ending in ``tag``; a comment the line has already keeps its place, the tag follows."""
+    if tag is None:
+        return line_end
+    if line_end.comment is None:
+        return line_end.with_changes(whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(tag))
+    if "neuron-migrate" in line_end.comment.value:
+        return line_end
+    return line_end.with_changes(comment=cst.Comment(f"{line_end.comment.value}  {tag}"))
+
+
+class _LineEndTags(cst.CSTTransformer):
+    def __init__(self, tags: dict[int, str]) -> None:
+        super().__init__()
+        self.tags = tags
+
+    def leave_TrailingWhitespace(self, original, updated):
+        return _tagged(updated, self.tags.get(id(original)))
 
 
 class _Requote(cst.CSTTransformer):

@@ -45,6 +45,11 @@ LEGACY_MODULES = (
     "torch_neuronx.move_trace_to_device",
     "torch_neuronx.dynamic_batch",
     "torch_neuronx.nki_jit",
+    "torch_neuronx.proto",
+    "torch_neuronx.utils.get_platform_target",
+    "torch_neuronx.distributed.fsdp_mics",
+    # the XLA-era Neuron PJRT plugin; TorchNeuron does not load it
+    "libneuronxla",
 )
 
 _loaded = False

@@ -6,7 +6,11 @@ reference to a legacy module that survives the rewrite gets a TODO marker and a 
 
 from __future__ import annotations
 
-from neuron_migrate.rules.base import MANUAL, SAFE, Example, Rule, RuleMeta, register
+import libcst as cst
+
+from neuron_migrate.migrate.context import code_of
+from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleMeta, register
+from neuron_migrate.rules.calls import literal
 
 DOCS_NATIVE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 
@@ -105,3 +109,58 @@ class UnusedLegacyImport(Rule):
             after="import torch\n\nx = torch.ones(2)\n",
         ),
     )
+
+
+def legacy_module_named(text: object) -> str | None:
+    """The legacy module a string names (``"torch_xla"``, ``"torch_xla.core.xla_model"``), if any."""
+    from neuron_migrate.rules import LEGACY_MODULES
+
+    if not isinstance(text, str):
+        return None
+    return next((p for p in LEGACY_MODULES if text == p or text.startswith(p + ".")), None)
+
+
+@register
+class LegacyModuleLoadedCheck(Rule):
+    """``"torch_xla" in sys.modules``: code that asked whether the legacy stack was loaded. On TorchNeuron
+    it never is, so the check is always False; folding it says so in the code instead of keeping a test
+    that can no longer pass (and a string that looks like a use of the legacy import)."""
+
+    meta = RuleMeta(
+        "NM192",
+        "`\"torch_xla\" in sys.modules` folded to False",
+        safety=REVIEW,
+        summary=(
+            "A check that a legacy module is loaded is always False once the legacy stack is gone; it is folded "
+            "to False (True for `not in`) so the code it guards shows as legacy-only."
+        ),
+        docs=(DOCS_NATIVE,),
+        triggers=(b"sys.modules",),
+        example=Example(
+            before=(
+                "import sys\n\n"
+                'on_xla = "torch_xla" in sys.modules\n'
+            ),
+            after=(
+                "import sys\n\n"
+                '# neuron-migrate(NM192): `"torch_xla" in sys.modules` is always False on TorchNeuron: folded to '
+                "False; delete the code that only ran on the legacy stack\n"
+                "on_xla = False\n"
+            ),
+        ),
+    )
+
+    def leave_Comparison(self, original: cst.Comparison, updated: cst.Comparison):
+        if len(updated.comparisons) != 1:
+            return updated
+        target = updated.comparisons[0]
+        negated = isinstance(target.operator, cst.NotIn)
+        if not isinstance(target.operator, (cst.In, cst.NotIn)) or code_of(target.comparator).strip() != "sys.modules":
+            return updated
+        if legacy_module_named(literal(updated.left)) is None:
+            return updated
+        check = code_of(original).strip()
+        value = "True" if negated else "False"
+        then = "drop the check, keep what it guarded" if negated else "delete the code that only ran on the legacy stack"
+        self.ctx.review(f"`{check}` is always {value} on TorchNeuron: folded to {value}; {then}")
+        return cst.Name(value, lpar=updated.lpar, rpar=updated.rpar)

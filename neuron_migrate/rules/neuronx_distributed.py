@@ -1030,9 +1030,27 @@ class OtherNxdApi(AdviceRule):
         "clip_grad_norm": "advise",
         "model_parallel_xla_manual_seed": "advise",
         "apply_activation_checkpointing": "advise",
+        "divide": "advise",
+        "hardware": "advise",
+        "NeuronTensorBoardLogger": "advise",
+        "load_balancing_loss_func": "advise",
     }
-    modules = {"kernels": "advise"}
+    modules = {"kernels": "advise", "lightning": "advise"}
     advice = {
+        "divide": "use `a // b` (NxD's divide also asserted that b divides a evenly)",
+        "hardware": (
+            "NxD's hardware enum has no counterpart: compare the platform string (trn1, trn2) where the code "
+            "branches on it"
+        ),
+        "NeuronTensorBoardLogger": "use Lightning's own `TensorBoardLogger(save_dir=...)`",
+        "lightning": (
+            "neuronx_distributed.lightning adapted PyTorch Lightning to XLA: rebuild its strategy on torch.distributed "
+            'with device "neuron", or use a plain training loop'
+        ),
+        "load_balancing_loss_func": (
+            "compute the router's load-balancing loss in plain PyTorch (transformers' Mixtral "
+            "`load_balancing_loss_func` is one)"
+        ),
         "kernels": (
             'register the NKI kernel as an op with `@torch_neuronx.nki_op("ns::name", mutates_args=())`; '
             "for attention, `F.scaled_dot_product_attention` may do"

@@ -641,6 +641,18 @@ LEGACY_PARTS = {
     "torch_neuronx.pyhlo": (
         'HLO-level code has no counterpart: TorchNeuron compiles through torch.compile(backend="neuron")'
     ),
+    "torch_neuronx.proto": (
+        "the metadata of a traced model's NEFF has no counterpart: TorchNeuron keeps no traced artifact, "
+        "read input and output shapes from the module and its example inputs"
+    ),
+    "torch_neuronx.utils.get_platform_target": (
+        "read the target (trn1, trn2) from NEURON_PLATFORM_TARGET_OVERRIDE or the instance type, unless your "
+        "torch-neuronx still ships it"
+    ),
+    "torch_neuronx.distributed.fsdp_mics": (
+        'shard with FSDP2 on the neuron process group: `fully_shard(module, mesh=init_device_mesh("neuron", '
+        "(dist.get_world_size(),)))`"
+    ),
 }
 TABLE_RULES = (TraceToCompile, DataParallelToProcesses, AnalyzeToFallbackOps, TracedModelHelpers, CorePlacement,
                NkiJitToNkiOp, DeviceCount)
@@ -655,7 +667,10 @@ class OtherXlaEraApi(LegacyUseRule):
         "NM409",
         "other XLA-era torch_neuronx API",
         safety=MANUAL,
-        summary="XLA-era torch_neuronx internals (xla_impl, testing, pyhlo, experimental) are gone on TorchNeuron.",
+        summary=(
+            "XLA-era torch_neuronx internals (xla_impl, testing, pyhlo, experimental, proto, fsdp_mics) are gone "
+            "on TorchNeuron."
+        ),
         docs=(DOCS_NO_XLA_INFERENCE, DOCS_COMPILE),
         triggers=TRIGGERS,
         example=Example(
@@ -692,3 +707,101 @@ class OtherXlaEraApi(LegacyUseRule):
             return f"compile the model instead: `{COMPILE_LATER}`"
         part = next((p for p in LEGACY_PARTS if qname == p or qname.startswith(p + ".")), "")
         return LEGACY_PARTS.get(part, 'do this with stock PyTorch on device "neuron"')
+
+
+# ----- NM410: torch_neuronx.distributed on the XLA stack ------------------------------------------
+
+# What TorchNeuron's own torch_neuronx.distributed provides: the "neuron" process-group backend,
+# registered by `import torch_neuronx`.
+NATIVE_DISTRIBUTED = ("torch_neuronx.distributed.backend",)
+XLA_DISTRIBUTED = (
+    'XLA-era torch_neuronx.distributed; use stock torch.distributed on the neuron process group: '
+    '`dist.init_process_group("neuron")`, then DDP, FSDP2 `fully_shard` or DTensor'
+)
+
+
+@register
+class XlaEraDistributed(LegacyUseRule):
+    """``torch_neuronx.distributed`` held XLA-stack helpers; on TorchNeuron the module only registers the
+    ``"neuron"`` process-group backend, and parallelism comes from stock torch.distributed (DOCS_DISTRIBUTED).
+    A use outside the backend gets a marker; ``fsdp_mics`` has its own advice (NM409)."""
+
+    meta = RuleMeta(
+        "NM410",
+        "XLA-era torch_neuronx.distributed API",
+        safety=MANUAL,
+        risks=frozenset({"collectives"}),
+        summary=(
+            "torch_neuronx.distributed on TorchNeuron is the neuron process-group backend only; XLA-stack helpers "
+            "from it become stock torch.distributed (DDP, FSDP2, DTensor)."
+        ),
+        docs=(DOCS_DISTRIBUTED,),
+        triggers=TRIGGERS,
+        example=Example(
+            before=(
+                "from torch_neuronx.distributed import xla_helpers\n\n"
+                "group = xla_helpers.replica_group(world_size)\n"
+            ),
+            after=(
+                "from torch_neuronx.distributed import xla_helpers\n\n"
+                "# TODO(neuron-migrate NM410): `torch_neuronx.distributed.xla_helpers.replica_group` is "
+                f"{XLA_DISTRIBUTED}\n"
+                "group = xla_helpers.replica_group(world_size)\n"
+            ),
+        ),
+    )
+    prefixes = ("torch_neuronx.distributed",)
+
+    def handle_use(self, original, updated, use: LegacyUse):
+        native_or_known = (*NATIVE_DISTRIBUTED, *rule_families.LEGACY_MODULES)
+        if any(use.qname == p or use.qname.startswith(p + ".") for p in native_or_known):
+            return updated
+        self.ctx.manual(original, f"`{use.qname}` is {XLA_DISTRIBUTED}")
+        return updated
+
+
+# ----- NM411: libneuronxla, the XLA-era PJRT plugin -----------------------------------------------
+
+LIBNEURONXLA = {
+    "configure_environment": (
+        "drop this override: TorchNeuron does not load libneuronxla; compiler flags go in NEURON_CC_FLAGS "
+        "and runtime settings in the NEURON_RT_* variables, set before start-up"
+    ),
+}
+LIBNEURONXLA_OTHER = "libneuronxla is the XLA-era Neuron PJRT plugin, which TorchNeuron does not load: delete this use"
+
+
+@register
+class LibneuronxlaRemoved(LegacyUseRule):
+    """``libneuronxla`` is the PJRT plugin through which torch_xla reached Neuron devices; TorchNeuron
+    runs the device natively and never loads it (DOCS_BEST_PRACTICES, DOCS_ENV). Scripts patched its
+    environment set-up; the settings move to environment variables."""
+
+    meta = RuleMeta(
+        "NM411",
+        "libneuronxla (XLA PJRT plugin) use",
+        safety=MANUAL,
+        summary=(
+            "libneuronxla is not installed with TorchNeuron; its environment hooks become NEURON_CC_FLAGS and "
+            "NEURON_RT_* variables."
+        ),
+        docs=(DOCS_ENV, DOCS_BEST_PRACTICES),
+        triggers=(b"libneuronxla",),
+        example=Example(
+            before=(
+                "import libneuronxla\n\n"
+                "libneuronxla.configure_environment = configure_for_tests\n"
+            ),
+            after=(
+                "import libneuronxla\n\n"
+                f"# TODO(neuron-migrate NM411): {LIBNEURONXLA['configure_environment']}\n"
+                "libneuronxla.configure_environment = configure_for_tests\n"
+            ),
+        ),
+    )
+    prefixes = ("libneuronxla",)
+
+    def handle_use(self, original, updated, use: LegacyUse):
+        api = use.qname.split(".")[1] if "." in use.qname else ""
+        self.ctx.manual(original, LIBNEURONXLA.get(api, LIBNEURONXLA_OTHER))
+        return updated

@@ -7,10 +7,12 @@ The sync-free optimizers existed only to avoid XLA graph breaks and become the s
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from neuron_migrate.rules.base import MANUAL, SAFE, Example, Rule, RuleMeta, register
-from neuron_migrate.rules.calls import bind_args, keyword_arg
+from neuron_migrate.rules.calls import bind_args, keyword_arg, literal
 from neuron_migrate.rules.xla_device import AUTOCAST_CALLS, is_xla_string, to_neuron_string
 
 DOCS_CHANGES = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
@@ -23,25 +25,45 @@ DOCS_BF16 = (
 # ``enabled`` before ``dtype``.
 _STOCK_AUTOCAST = ("device_type", "dtype", "enabled", "cache_enabled")
 _XLA_AUTOCAST = ("device", "enabled", "dtype", "cache_enabled")
+# ``torch.cuda.amp.autocast`` has no device parameter: it is always "cuda".
+_CUDA_AUTOCAST = ("enabled", "dtype", "cache_enabled")
+CUDA_AUTOCAST_CALLS = frozenset({"torch.cuda.amp.autocast", "torch.cuda.amp.autocast_mode.autocast"})
 AUTOCAST_PARAMS = {
     **dict.fromkeys(AUTOCAST_CALLS, _STOCK_AUTOCAST),
+    **dict.fromkeys(CUDA_AUTOCAST_CALLS, _CUDA_AUTOCAST),
     "torch_xla.amp.autocast": _XLA_AUTOCAST,
     "torch_xla.amp.autocast_mode.autocast": _XLA_AUTOCAST,
 }
 
 _DTYPE_ADDED = "dtype made explicit as bfloat16 (the XLA autocast default); confirm it is the precision you want"
+# XLA code asked for bf16 autocast with a "cuda" autocast, whose ops torch_xla lowered to the device;
+# on TorchNeuron a "cuda" autocast covers no op of the neuron device, so it is silently off.
+_CUDA_ON_XLA = '"cuda" autocast was the XLA-era way to autocast on the XLA device; it now targets "neuron"'
+_CUDA_AND_XLA = (
+    'this file runs on CUDA too: if this autocast ran on the XLA device, make it device_type="neuron" '
+    '(a "cuda" autocast is off on the neuron device)'
+)
+_CUDA_DTYPE_ADDED = 'dtype made explicit as float16 (the "cuda" autocast default); bfloat16 is the usual choice on Neuron'
+_BF16_CHECK_PATCH = 'XLA-era trick for a "cuda" bf16 autocast; not needed with device_type="neuron": delete it'
+# Code that really runs on a GPU: then a "cuda" autocast may be meant for it.
+_REAL_CUDA = re.compile(r"\.cuda\(|torch\.cuda\.is_available\(|[\"']cuda:\d|device\s*=\s*[\"']cuda[\"']")
 
 
 @register
 class AutocastToNeuron(Rule):
-    """XLA autocast -> ``torch.autocast(device_type="neuron", dtype=...)`` (DOCS_CHANGES, mixed precision)."""
+    """XLA autocast -> ``torch.autocast(device_type="neuron", dtype=...)`` (DOCS_CHANGES, mixed precision).
+    XLA-era code also autocast with ``device_type="cuda"`` / ``torch.cuda.amp.autocast``, which torch_xla
+    applied to the XLA device; on TorchNeuron such an autocast covers no neuron op and is silently off."""
 
     meta = RuleMeta(
         "NM150",
         'XLA autocast -> torch.autocast(device_type="neuron")',
         safety=SAFE,
         risks=frozenset({"numerics"}),
-        summary="Autocast targets the neuron device, always with an explicit dtype.",
+        summary=(
+            'Autocast targets the neuron device, always with an explicit dtype. A "cuda" autocast in XLA code (how '
+            "bf16 autocast reached the XLA device) targets neuron too, unless the file also runs on a GPU."
+        ),
         docs=(DOCS_CHANGES, DOCS_BF16),
         triggers=(b"xla",),
         example=Example(
@@ -59,6 +81,16 @@ class AutocastToNeuron(Rule):
         ),
     )
     calls = {qname: "to_neuron_autocast" for qname in AUTOCAST_PARAMS}
+    references = {"torch.cuda.is_bf16_supported": "bf16_check_patch"}
+
+    def bf16_check_patch(self, original: cst.CSTNode, updated: cst.CSTNode, qname: str):
+        """``torch.cuda.is_bf16_supported = lambda: True`` let a "cuda" bf16 autocast start on XLA."""
+        line = self.ctx.statement_stack[-1] if self.ctx.statement_stack else None
+        assign = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
+        targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else []
+        if self.ctx.has_legacy_imports and original in targets:
+            self.ctx.manual(original, _BF16_CHECK_PATCH)
+        return updated
 
     def to_neuron_autocast(self, original: cst.Call, updated: cst.Call, qname: str):
         params = AUTOCAST_PARAMS[qname]
@@ -71,8 +103,19 @@ class AutocastToNeuron(Rule):
                     'arguments not understood; write torch.autocast(device_type="neuron", dtype=torch.bfloat16)',
                 )
             return updated
-        device = bound.get(params[0])
-        if not legacy and (device is None or not is_xla_string(device.value)):
+        cuda = qname in CUDA_AUTOCAST_CALLS
+        device_param = None if cuda else params[0]
+        device = bound.get(device_param) if device_param else None
+        notes = []
+        if cuda or (device is not None and literal(device.value) == "cuda"):
+            if not self.ctx.has_legacy_imports:
+                return updated
+            if _REAL_CUDA.search(self.ctx.module.code):
+                self.ctx.manual(original, _CUDA_AND_XLA)
+                return updated
+            notes.append(_CUDA_ON_XLA)
+            device = None
+        elif not legacy and (device is None or not is_xla_string(device.value)):
             return updated
         torch = self.ctx.require_import("torch")
 
@@ -82,11 +125,15 @@ class AutocastToNeuron(Rule):
         device_type = keyword_arg(device or cst.Arg(neuron), "device_type").with_changes(value=neuron)
         dtype = bound.get("dtype")
         if dtype is None:
-            self.ctx.review(_DTYPE_ADDED)
-            dtype = cst.Arg(self.ctx.expr(f"{torch}.bfloat16"))
-        rest = [keyword_arg(arg, name) for name, arg in bound.items() if name not in (params[0], "dtype")]
+            # The dtype the call ran with before: a "cuda" autocast defaulted to float16.
+            default = "float16" if notes else "bfloat16"
+            notes.append(_CUDA_DTYPE_ADDED if notes else _DTYPE_ADDED)
+            dtype = cst.Arg(self.ctx.expr(f"{torch}.{default}"))
+        if notes:
+            self.ctx.review("; ".join(notes))
+        rest = [keyword_arg(arg, name) for name, arg in bound.items() if name not in (device_param, "dtype")]
         args = _respaced([device_type, keyword_arg(dtype, "dtype"), *rest], updated.args)
-        func = self.ctx.expr(f"{torch}.autocast") if legacy else updated.func
+        func = self.ctx.expr(f"{torch}.autocast") if legacy or cuda else updated.func
         return updated.with_changes(func=func, args=args)
 
 

@@ -631,6 +631,84 @@ class LazyModeToggleRemoval(Rule):
         return unwrap_with(self, original, updated, EAGER_CONTEXTS)
 
 
+# What a compiled function does that dynamo cannot keep in one graph: each is a graph break, so
+# `fullgraph=True` makes torch.compile raise before the backend sees anything. XLA's compile took a
+# whole training step; torch.compile takes it too, split into graphs around these.
+STEP_METHODS = {
+    "backward": "runs backward",
+    "zero_grad": "zeroes gradients",
+    "step": "steps the optimizer",
+    "optimizer_step": "steps the optimizer",
+}
+STEP_FUNCTIONS = {"print": "prints", "next": "pulls a batch"}
+# An iterable whose code names one of these is a data loader, not a list of layers.
+LOADER_WORDS = ("loader", "dataset", "batches")
+
+
+class _StepCode(cst.CSTVisitor):
+    """What in a function body makes it a training step rather than a pure forward, in first-seen order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[str] = []
+
+    def _add(self, what: str) -> None:
+        if what not in self.found:
+            self.found.append(what)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in STEP_METHODS:
+            self._add(STEP_METHODS[func.attr.value])
+        elif isinstance(func, cst.Name) and func.value in STEP_FUNCTIONS:
+            self._add(STEP_FUNCTIONS[func.value])
+
+    def visit_For(self, node: cst.For) -> None:
+        if any(word in code_of(node.iter).lower() for word in LOADER_WORDS):
+            self._add("iterates a data loader")
+
+
+def step_code(node: cst.CSTNode) -> list[str]:
+    finder = _StepCode()
+    node.visit(finder)
+    return finder.found
+
+
+class _Functions(cst.CSTVisitor):
+    """Every ``def`` of the file by name, and the function each decorator expression decorates."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_name: dict[str, list[cst.FunctionDef]] = {}
+        self.decorated: dict[int, cst.FunctionDef] = {}
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.by_name.setdefault(node.name.value, []).append(node)
+        for decorator in node.decorators:
+            self.decorated[id(decorator.decorator)] = node
+
+
+def file_functions(ctx: FileContext) -> _Functions:
+    if "compile_functions" not in ctx.facts:
+        finder = _Functions()
+        ctx.module.visit(finder)
+        ctx.facts["compile_functions"] = finder
+    return ctx.facts["compile_functions"]  # type: ignore[return-value]
+
+
+def compiled_bodies(ctx: FileContext, target: cst.BaseExpression) -> list[cst.CSTNode]:
+    """The code ``target`` runs when it is a lambda, a ``def`` of this file or a method of a class in
+    it (``self.step_fn``, ``Trainer.step_fn``); empty when it cannot be told."""
+    if isinstance(target, cst.Lambda):
+        return [target.body]
+    name = None
+    if isinstance(target, cst.Name):
+        name = target.value
+    elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
+        name = target.attr.value
+    return list(file_functions(ctx).by_name.get(name, [])) if name else []
+
+
 XLA_COMPILE = frozenset({"torch_xla.compile", "torch_xla.torch_xla.compile"})
 XLA_COMPILE_PARAMS = ("f", "full_graph", "name", "max_different_graphs", "num_different_graphs_allowed")
 XLA_DYNAMO_BACKENDS = ("openxla", "openxla_eval")
@@ -640,7 +718,9 @@ XLA_DYNAMO_BACKENDS = ("openxla", "openxla_eval")
 class CompileToTorchCompile(Rule):
     """``torch_xla.compile`` and the ``openxla`` Dynamo backends -> ``torch.compile(backend="neuron",
     fullgraph=True)``; the Neuron backend rejects ``dynamic=True`` and only honours the default mode
-    (Neuron torch.compile reference)."""
+    (Neuron torch.compile reference). XLA compiled whole training steps as one graph; dynamo cannot
+    (backward, ``optimizer.step()``, loader iteration and ``print`` break graphs), so a function that
+    does those is compiled without ``fullgraph``."""
 
     meta = RuleMeta(
         "NM116",
@@ -648,8 +728,9 @@ class CompileToTorchCompile(Rule):
         safety=REVIEW,
         risks=frozenset({"performance"}),
         summary=(
-            "Compiled regions use torch.compile with the neuron backend and fullgraph=True; dynamic=True and "
-            "non-default modes are dropped because the backend does not support them."
+            "Compiled regions use torch.compile with the neuron backend: fullgraph=True for a forward, none for a "
+            "whole training step (backward, optimizer step, data loading, print are graph breaks); dynamic=True "
+            "and non-default modes are dropped because the backend does not support them."
         ),
         docs=(DOCS_COMPILE, DOCS_COMPILE_HOWTO),
         triggers=(b"torch_xla", b"openxla"),
@@ -669,8 +750,14 @@ class CompileToTorchCompile(Rule):
     calls = {name: "xla_compile" for name in XLA_COMPILE}
 
     FULLGRAPH = "graph breaks now raise (fullgraph=True)"
+    FULLGRAPH_UNSEEN = FULLGRAPH + "; drop it if the compiled code runs backward or the optimizer step"
+    STEP = (
+        "fullgraph not set: `{name}` is training code, not a pure forward (it {what}), which dynamo splits into "
+        'graphs; to get one graph, compile only the forward: `model = torch.compile(model, backend="neuron")`'
+    )
     DYNAMIC = "dynamic=True dropped: shapes must be static, pad inputs to fixed sizes"
     GRAPH_LIMIT = "the graph-count limit is gone; torch._dynamo.config.recompile_limit bounds recompiles"
+    STATIC = "check the compiled function has static input shapes"
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
@@ -678,6 +765,23 @@ class CompileToTorchCompile(Rule):
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         self.with_items.add(id(node.item))
+
+    def fullgraph_note(self, target: cst.CSTNode | None, asked: bool, unseen: str) -> tuple[bool, str]:
+        """Whether to compile with fullgraph=True, and what the marker says about it: a training step
+        (backward, optimizer step, data loading, print) cannot be one graph, a pure forward can;
+        ``unseen`` is the note when the compiled code is not in this file."""
+        if isinstance(target, cst.FunctionDef):
+            bodies, name = [target.body], target.name.value
+        elif target is not None:
+            bodies, name = compiled_bodies(self.ctx, target), code_of(target)
+        else:
+            bodies, name = [], ""
+        found = list(dict.fromkeys(what for body in bodies for what in step_code(body)))
+        if found:
+            return False, self.STEP.format(name=name, what=", ".join(found))
+        if asked:
+            return True, ""
+        return True, self.FULLGRAPH if bodies else unseen
 
     def xla_compile(self, original: cst.Call, updated: cst.Call, qname: str):
         if id(original) in self.with_items:
@@ -688,13 +792,15 @@ class CompileToTorchCompile(Rule):
             return updated
         torch = self.ctx.require_import("torch")
         target = f"{code_of(args['f'].value)}, " if "f" in args else ""
-        notes = []
-        if arg_value(args, "full_graph") is not True:
-            notes.append(self.FULLGRAPH)
+        # `@torch_xla.compile(full_graph=True)` compiles the function it decorates.
+        compiled = args["f"].value if "f" in args else file_functions(self.ctx).decorated.get(id(original))
+        asked = arg_value(args, "full_graph") is True
+        fullgraph, note = self.fullgraph_note(compiled, asked, self.FULLGRAPH_UNSEEN)
+        notes = [note] if note else []
         if "max_different_graphs" in args or "num_different_graphs_allowed" in args:
             notes.append(self.GRAPH_LIMIT)
-        self.ctx.review("; ".join(notes) or "check the compiled function has static input shapes")
-        return self.ctx.expr(f'{torch}.compile({target}backend="neuron", fullgraph=True)')
+        self.ctx.review("; ".join(notes) or self.STATIC)
+        return self.ctx.expr(f'{torch}.compile({target}backend="neuron"{", fullgraph=True" if fullgraph else ""})')
 
     def leave_Decorator(self, original: cst.Decorator, updated: cst.Decorator):
         if not isinstance(original.decorator, (cst.Name, cst.Attribute)):
@@ -702,8 +808,11 @@ class CompileToTorchCompile(Rule):
         if not self.ctx.any_qualified_name(original.decorator, XLA_COMPILE):
             return updated
         torch = self.ctx.require_import("torch")
-        self.ctx.review(self.FULLGRAPH)
-        return updated.with_changes(decorator=self.ctx.expr(f'{torch}.compile(backend="neuron", fullgraph=True)'))
+        decorated = file_functions(self.ctx).decorated.get(id(original.decorator))
+        fullgraph, note = self.fullgraph_note(decorated, False, self.FULLGRAPH_UNSEEN)
+        self.ctx.review(note)
+        code = f'{torch}.compile(backend="neuron", fullgraph=True)' if fullgraph else f'{torch}.compile(backend="neuron")'
+        return updated.with_changes(decorator=self.ctx.expr(code))
 
     def leave_With(self, original: cst.With, updated: cst.With):
         result = unwrap_with(self, original, updated, XLA_COMPILE)
@@ -713,6 +822,16 @@ class CompileToTorchCompile(Rule):
                 'and torch.compile(fn, backend="neuron") it if it is hot'
             )
         return result
+
+    @staticmethod
+    def _compiled_function(call: cst.Call) -> cst.BaseExpression | None:
+        """What ``torch.compile(fn, ...)`` compiles; None for ``model.compile(...)``."""
+        if isinstance(call.func, cst.Attribute) and code_of(call.func.value) != "torch":
+            return None
+        first = next((a for a in call.args if a.keyword is None and not a.star), None)
+        if first is None:
+            first = next((a for a in call.args if a.keyword and a.keyword.value == "model"), None)
+        return first.value if first is not None else None
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
         """Any ``compile(..., backend="openxla")``: torch.compile, nn.Module.compile, aliases."""
@@ -740,7 +859,10 @@ class CompileToTorchCompile(Rule):
                 has_fullgraph = True
             args.append(arg)
         if not has_fullgraph:
-            args.append(new_keyword("fullgraph", "True"))
-            notes.insert(0, self.FULLGRAPH)
+            # Mostly a module here: unless the file shows step code, its forward can be one graph.
+            fullgraph, note = self.fullgraph_note(self._compiled_function(original), False, self.FULLGRAPH)
+            if fullgraph:
+                args.append(new_keyword("fullgraph", "True"))
+            notes.insert(0, note)
         self.ctx.review("; ".join(notes) or "check the compiled region has static input shapes")
         return with_args(updated, args)
