@@ -133,6 +133,8 @@ class FileContext:
     has_legacy_imports: bool = False
     # id(call) -> the one-statement line whose whole value the call is (filled by the engine)
     statement_for_call: dict[int, cst.SimpleStatementLine] = field(default_factory=dict)
+    # id(stand-in line the engine made for a statement sharing its line) -> that statement
+    stand_ins: dict[int, cst.BaseSmallStatement] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.module = self.wrapper.module
@@ -184,6 +186,7 @@ class FileContext:
     def span(self, node: cst.CSTNode) -> Span:
         if self._positions is None:
             self._positions = self.wrapper.resolve(PositionProvider)
+        node = self.stand_ins.get(id(node), node)
         pos = self._positions.get(node)
         if pos is None:
             return Span(1, 1, 1, 1)

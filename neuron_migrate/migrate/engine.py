@@ -20,6 +20,8 @@ from neuron_migrate.report.model import Finding, Span
 from neuron_migrate.rules.base import Rule, RuleIndex, StatementReplacement, select_rules
 
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+# small statements whose value may be a call that a rule replaces as a whole statement
+_CALL_STATEMENTS = (cst.Expr, cst.Assign, cst.AnnAssign, cst.Return)
 
 
 class InternalError(Exception):
@@ -104,6 +106,8 @@ class MigrationTransformer(cst.CSTTransformer):
         self.pending_statements: dict[int, list[cst.BaseStatement]] = {}
         # id(updated line) -> its comment lines, for lines deleted at the block level
         self.deleted_lines: dict[int, list[cst.EmptyLine]] = {}
+        # id(one-line suite, or line of several statements) -> (index, stand-in line) per call statement
+        self.stand_ins: dict[int, list[tuple[int, cst.SimpleStatementLine]]] = {}
         # quote characters of the f-strings around the current node, innermost last
         self.fstring_quotes: list[str] = []
         self.import_statements: list[cst.CSTNode] = []
@@ -114,7 +118,9 @@ class MigrationTransformer(cst.CSTTransformer):
         if isinstance(node, _STATEMENTS):
             self.ctx.statement_stack.append(node)
             if isinstance(node, cst.SimpleStatementLine):
-                self._note_statement_call(node)
+                self._note_statement_calls(node)
+        elif isinstance(node, cst.SimpleStatementSuite):
+            self._note_statement_calls(node)
         if isinstance(node, (cst.Import, cst.ImportFrom)):
             self.import_depth += 1
             if not self.shims:
@@ -157,19 +163,36 @@ class MigrationTransformer(cst.CSTTransformer):
         if isinstance(original, _STATEMENTS):
             result = self._finish_statement(original, result)
             self.ctx.statement_stack.pop()
+        elif isinstance(original, cst.SimpleStatementSuite) and id(original) in self.stand_ins:
+            result = self._replace_in_suite(original, result)
         elif isinstance(original, (cst.IndentedBlock, cst.Module)):
             result = self._drop_deleted_lines(result)
             if isinstance(result, cst.Module):
                 result = _without_header_repeats(result)
         return result
 
-    def _note_statement_call(self, line: cst.SimpleStatementLine) -> None:
-        if len(line.body) != 1:
-            return
-        small = line.body[0]
-        value = getattr(small, "value", None)
-        if isinstance(small, (cst.Expr, cst.Assign, cst.AnnAssign, cst.Return)) and isinstance(value, cst.Call):
-            self.ctx.statement_for_call[id(value)] = line
+    def _note_statement_calls(self, node: cst.SimpleStatementLine | cst.SimpleStatementSuite) -> None:
+        """Map each call that is a whole small statement to the line it stands in. A statement that
+        shares its line (``a(); f()``) or is the body of a one-line ``if x: f()`` gets a stand-in line
+        of its own, so rules see the same shape as on a line by itself; in a one-line suite every
+        statement gets one, and the rules' line hooks see it as a line."""
+        in_suite = isinstance(node, cst.SimpleStatementSuite)
+        alone = not in_suite and len(node.body) == 1
+        for index, small in enumerate(node.body):
+            value = getattr(small, "value", None)
+            is_call = isinstance(small, _CALL_STATEMENTS) and isinstance(value, cst.Call)
+            if alone and is_call:
+                self.ctx.statement_for_call[id(value)] = node
+            if alone or not (is_call or in_suite):
+                continue
+            stand_in = cst.SimpleStatementLine(body=[small.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)])
+            self.ctx.stand_ins[id(stand_in)] = small
+            if is_call:
+                self.ctx.statement_for_call[id(value)] = stand_in
+            self.stand_ins.setdefault(id(node), []).append((index, stand_in))
+            if in_suite:
+                for rule in self.index.hooks.get("visit_SimpleStatementLine", ()):
+                    self.instances[rule].visit_SimpleStatementLine(stand_in)
 
     # ----- dispatch ----------------------------------------------------------------------------
     def _dispatch(self, original, updated, table, name_node):
@@ -252,6 +275,8 @@ class MigrationTransformer(cst.CSTTransformer):
         replacement = self.pending_statements.pop(id(original), None)
         if replacement is not None:
             result = self._replace_line(result, replacement)
+        elif id(original) in self.stand_ins and isinstance(result, cst.SimpleStatementLine):
+            result = self._replace_in_line(original, result)
         self._report_leftovers(original)
         comments = self.ctx.markers.pop(id(original), None)
         if not comments:
@@ -278,6 +303,58 @@ class MigrationTransformer(cst.CSTTransformer):
         if isinstance(last, cst.SimpleStatementLine) and line.trailing_whitespace.comment is not None:
             statements[-1] = last.with_changes(trailing_whitespace=line.trailing_whitespace)
         return cst.FlattenSentinel(statements)
+
+    def _replaced_small_statements(self, original, updated) -> list[cst.BaseStatement] | None:
+        """The statements that the small statements of ``updated`` become, each kept one as a line
+        of its own; None when no rule replaced any of them."""
+        stand_ins = dict(self.stand_ins.pop(id(original)))
+        if len(updated.body) != len(original.body):
+            return None
+        in_suite = isinstance(original, cst.SimpleStatementSuite)
+        statements: list[cst.BaseStatement] = []
+        changed = False
+        for index, small in enumerate(updated.body):
+            line = cst.SimpleStatementLine(body=[small.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)])
+            stand_in = stand_ins.get(index)
+            if stand_in is not None and in_suite:
+                line = self._leave_stand_in(stand_in, line)
+            replacement = self.pending_statements.pop(id(stand_in), None)
+            if replacement is None and line.body[0] is not small:
+                replacement = [line]
+            changed = changed or replacement is not None
+            statements.extend([line] if replacement is None else replacement)
+        return statements if changed else None
+
+    def _leave_stand_in(self, stand_in: cst.SimpleStatementLine, line: cst.SimpleStatementLine):
+        """The rules' ``leave_SimpleStatementLine`` hooks, for a statement of a one-line suite."""
+        hook = "leave_SimpleStatementLine"
+        for rule in self.index.hooks.get(hook, ()):
+            result = self._apply(rule, hook, stand_in, line)
+            if not isinstance(result, cst.SimpleStatementLine):
+                break
+            line = result
+        return line
+
+    def _replace_in_suite(self, original: cst.SimpleStatementSuite, updated: cst.SimpleStatementSuite):
+        """``if x: f()``: the suite keeps its one-line form while every statement stays simple
+        (``pass`` when none is left); a compound replacement turns it into an indented block."""
+        statements = self._replaced_small_statements(original, updated)
+        if statements is None:
+            return updated
+        small = _small_statements(statements)
+        if small is not None:
+            return updated.with_changes(body=small or [cst.Pass()])
+        return cst.IndentedBlock(header=updated.trailing_whitespace, body=statements)
+
+    def _replace_in_line(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
+        """``a(); f()``: one line while every statement stays simple, else one line per statement."""
+        statements = self._replaced_small_statements(original, updated)
+        if statements is None:
+            return updated
+        small = _small_statements(statements)
+        if small is not None:
+            return self._replace_line(updated, [updated.with_changes(body=small)] if small else [])
+        return self._replace_line(updated, statements)
 
     def _drop_deleted_lines(self, block):
         if not self.deleted_lines or not any(id(s) in self.deleted_lines for s in block.body):
@@ -367,6 +444,17 @@ def _answered_for(node: cst.CSTNode) -> cst.CSTNode:
     arguments were visited, and migrated or reported, on their own, and a legacy name left inside
     one that the rule carried over (``print(met.metrics_report())``) still needs its NM100 marker."""
     return node.func if isinstance(node, cst.Call) else node
+
+
+def _small_statements(statements: list[cst.BaseStatement]) -> list[cst.BaseSmallStatement] | None:
+    """The small statements of ``statements`` when all are plain one-line statements without
+    comments of their own (they then fit on one line, joined by semicolons), else None."""
+    small: list[cst.BaseSmallStatement] = []
+    for statement in statements:
+        if not isinstance(statement, cst.SimpleStatementLine) or any(line.comment for line in statement.leading_lines):
+            return None
+        small.extend(s.with_changes(semicolon=cst.MaybeSentinel.DEFAULT) for s in statement.body)
+    return small
 
 
 class _Requote(cst.CSTTransformer):
