@@ -90,6 +90,7 @@ class PendingNote:
     review: str = ""
     safety: str = ""
     todo: str = ""
+    answered: bool = False
 
 
 @dataclass
@@ -288,6 +289,15 @@ class FileContext:
             return
         self._record(meta, node, message, MANUAL, applied=False, fix=fix)
         self._mark(f"# TODO(neuron-migrate {meta.id}): {message}")
+
+    @property
+    def answered_elsewhere(self) -> bool:
+        return self._note.answered
+
+    def answered_by_enclosing_call(self) -> None:
+        """The node is left as it is because the call around it answers for it (migrated with the
+        call, or in the call's own TODO): no leftover marker of its own."""
+        self._note.answered = True
 
     def report(self, node: cst.CSTNode, message: str, fix: str = "") -> None:
         """A finding for the report only: nothing is changed and no marker is written."""

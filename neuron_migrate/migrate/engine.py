@@ -233,7 +233,7 @@ class MigrationTransformer(cst.CSTTransformer):
                 if isinstance(result, _Scheduled):
                     self.pending_statements[id(result.line)] = result.statements
                     result = updated
-            if changed or len(self.ctx.findings) != before:
+            if changed or len(self.ctx.findings) != before or self.ctx.answered_elsewhere:
                 self.handled_spans.append(self.ctx.span(_answered_for(original)))
             return result
         finally:

@@ -203,10 +203,13 @@ class DistributedRule(Rule):
         legacy = {
             node.value
             for arg in original.args
+            if not self.ctx.any_qualified_name(arg.value, REDUCE_CONSTANTS.keys())
             for node in name_nodes(arg.value)
             if any(_is_legacy(q) for q in self.ctx.qualified_names(node))
         }
-        return bool(legacy) and any(legacy & names_in(arg.value) for arg in updated.args)
+        # A reduce constant stays as it is inside the call (see NM127); the rule spells the op itself.
+        kept = (arg for arg in updated.args if not _is_reduce_constant_code(arg.value))
+        return bool(legacy) and any(legacy & names_in(arg.value) for arg in kept)
 
 
 class InsideFStrings(DistributedRule):
@@ -545,8 +548,27 @@ class ReduceConstantToReduceOp(DistributedRule):
     )
     references = {name: "to_reduce_op" for name in REDUCE_CONSTANTS}
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        # ids of the argument values of legacy calls: a constant there belongs to that call
+        self.legacy_call_args: set[int] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if any(_is_legacy(q) for q in self.ctx.qualified_names(node.func)):
+            self.legacy_call_args.update(id(arg.value) for arg in node.args)
+
     def to_reduce_op(self, original, updated, qname: str):
+        if id(original) in self.legacy_call_args:
+            # The call's own rule migrates the op with it, or leaves call and op to a human as one:
+            # a ReduceOp inside a legacy call would be wrong for the legacy API.
+            self.ctx.answered_by_enclosing_call()
+            return updated
         return keep_parens(self.ctx.expr(f"{self.dist}.ReduceOp.{REDUCE_CONSTANTS[qname]}"), updated)
+
+
+def _is_reduce_constant_code(node: cst.BaseExpression) -> bool:
+    """``xm.REDUCE_SUM`` (any module alias): a constant left in place inside a legacy call."""
+    return isinstance(node, cst.Attribute) and f"{XM}.{node.attr.value}" in REDUCE_CONSTANTS
 
 
 @register
@@ -743,7 +765,7 @@ class AllGatherToAllGatherSingle(DistributedRule):
 # ----- NM128: process group backend ------------------------------------------------------------------------
 @register
 class XlaBackendToNeuron(DistributedRule):
-    """dist.init_process_group("xla", init_method="xla://") -> dist.init_process_group("neuron")."""
+    """dist.init_process_group("xla", init_method="xla://" or "pjrt://") -> dist.init_process_group("neuron")."""
 
     meta = RuleMeta(
         "NM128",
@@ -752,7 +774,7 @@ class XlaBackendToNeuron(DistributedRule):
         risks=frozenset({"launch"}),
         summary=(
             'TorchNeuron registers the "neuron" backend; under torchrun the default env:// init method '
-            "replaces xla://, and the side-effect import of torch_xla.distributed.xla_backend goes."
+            "replaces xla:// and pjrt://, and the side-effect import of torch_xla.distributed.xla_backend goes."
         ),
         docs=(DOCS_DISTRIBUTED, DOCS_TUTORIAL),
         triggers=(b"init_process_group",),
@@ -773,6 +795,8 @@ class XlaBackendToNeuron(DistributedRule):
         "torch.distributed.distributed_c10d.init_process_group": "to_neuron_backend",
     }
     PARAMS = ("backend", "init_method")
+    # init methods only the XLA runtime understands; torchrun's env:// is the default that replaces them
+    XLA_INIT_METHODS = ("xla://", "pjrt://")
 
     def to_neuron_backend(self, original: cst.Call, updated: cst.Call, qname: str):
         positional = [arg for arg in updated.args if arg.keyword is None and not arg.star]
@@ -787,7 +811,7 @@ class XlaBackendToNeuron(DistributedRule):
                 quote = arg.value.value[-1] if isinstance(arg.value, cst.SimpleString) else '"'
                 args[index] = arg.with_changes(value=cst.SimpleString(f"{quote}neuron{quote}"))
                 changed = True
-            elif name == "init_method" and isinstance(value, str) and value.startswith("xla://"):
+            elif name == "init_method" and isinstance(value, str) and value.startswith(self.XLA_INIT_METHODS):
                 if arg.keyword is None and len(positional) > 2:
                     # Positional arguments follow: keep the slot, let env:// be the default.
                     args[index] = arg.with_changes(value=cst.Name("None"))
@@ -851,11 +875,10 @@ class OtherCollectives(DistributedRule):
                 "shard = xm.reduce_scatter(xm.REDUCE_SUM, grad, 1.0, 0, world_size)\n"
             ),
             after=(
-                "import torch_xla.core.xla_model as xm\n"
-                "import torch.distributed as dist\n\n"
+                "import torch_xla.core.xla_model as xm\n\n"
                 "# TODO(neuron-migrate NM129): use `dist.reduce_scatter_single(out, input, op=dist.ReduceOp.SUM)` "
                 "(scatters dim 0 into world_size parts; move `scatter_dim` to dim 0 first), then `out.mul_(scale)`\n"
-                "shard = xm.reduce_scatter(dist.ReduceOp.SUM, grad, 1.0, 0, world_size)\n"
+                "shard = xm.reduce_scatter(xm.REDUCE_SUM, grad, 1.0, 0, world_size)\n"
             ),
         ),
     )
