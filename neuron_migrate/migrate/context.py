@@ -6,6 +6,7 @@ marker de-duplication and the report behave identically for every rule.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -17,6 +18,20 @@ from neuron_migrate.rules.base import RuleMeta
 from neuron_migrate.suppress import is_suppressed, suppressed_lines
 
 _EMPTY = cst.Module(body=[])
+
+
+# A TODO marker this tool writes: ``# TODO(neuron-migrate NM123): <next step>``.
+_TODO_MARKER = re.compile(r"#\s*TODO\(neuron-migrate (?P<rule>NM\d+)\):\s*(?P<message>.*)")
+# How the TODO of an edit already made begins (see FileContext.todo): it describes what was done.
+EDIT_TODO_PREFIX = "deleted "
+
+
+def site_todo_rule(comment: str) -> str | None:
+    """The rule id of a TODO marker about code left as it was below it (not about an edit made)."""
+    match = _TODO_MARKER.match(comment.strip())
+    if match is None or match.group("message").startswith(EDIT_TODO_PREFIX):
+        return None
+    return match.group("rule")
 
 
 def root_name(node: cst.CSTNode) -> str:
@@ -278,7 +293,11 @@ class FileContext:
 
     def todo(self, message: str) -> None:
         """The edit being made leaves work for a human (a deleted setting whose effect must now come
-        from code): it is reported as manual, and a TODO marker with the next step goes next to it."""
+        from code): it is reported as manual, and a TODO marker with the next step goes next to it.
+        The message begins with what was done ("deleted X: ..."): a rerun keeps that marker, while it
+        drops a TODO whose code below no longer holds what the TODO was about."""
+        if not message.startswith(EDIT_TODO_PREFIX):
+            message = EDIT_TODO_PREFIX + message
         self._note.todo = message
 
     def manual(self, node: cst.CSTNode, message: str, fix: str = "") -> None:

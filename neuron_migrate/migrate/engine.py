@@ -15,7 +15,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from neuron_migrate.migrate import imports as import_edits
-from neuron_migrate.migrate.context import FileContext, code_of, root_name
+from neuron_migrate.migrate.context import FileContext, code_of, root_name, site_todo_rule
 from neuron_migrate.report.model import Finding, Span
 from neuron_migrate.rules.base import Rule, RuleIndex, StatementReplacement, select_rules
 
@@ -55,6 +55,8 @@ class RulePlan:
     leftover: type[Rule] | None = None
     shim: type[Rule] | None = None
     unused_import: type[Rule] | None = None
+    # ids of the rules whose stale TODO markers a rerun drops (see _without_stale_markers)
+    droppable_todos: frozenset[str] = frozenset()
 
     @classmethod
     def build(cls, select=(), ignore=()) -> RulePlan:
@@ -68,10 +70,12 @@ class RulePlan:
             leftover=by_id.get(LEFTOVER_ID),
             shim=by_id.get(SHIM_ID),
             unused_import=by_id.get(UNUSED_IMPORT_ID),
+            droppable_todos=frozenset(rule.meta.id for rule in chosen if not rule.follow_up_todos),
         )
 
     def triggers(self) -> tuple[bytes, ...]:
-        return self.index.triggers()
+        # A file whose legacy code was all edited away by hand may still hold TODO markers to drop.
+        return (*self.index.triggers(), TODO_MARKER_TRIGGER)
 
     @property
     def roots(self) -> frozenset[str]:
@@ -81,6 +85,7 @@ class RulePlan:
         return frozenset(n.split(".")[0] for n in names)
 
 
+TODO_MARKER_TRIGGER = b"TODO(neuron-migrate NM"
 LEFTOVER_ID = "NM100"
 SHIM_ID = "NM190"
 UNUSED_IMPORT_ID = "NM191"
@@ -96,6 +101,7 @@ class MigrationTransformer(cst.CSTTransformer):
         self.leftover_rule = plan.leftover
         self.shim_rule = plan.shim
         self.roots = plan.roots
+        self.droppable_todos = plan.droppable_todos
         self.call_funcs: set[int] = set()
         self.inner_attrs: set[int] = set()
         self.import_depth = 0
@@ -112,6 +118,9 @@ class MigrationTransformer(cst.CSTTransformer):
         self.fstring_quotes: list[str] = []
         self.import_statements: list[cst.CSTNode] = []
         self.shim_uses: set[int] = set()
+        # the file's first statement, whose markers on a rerun sit in the module header
+        self.first_statement = ctx.module.body[0] if ctx.module.body else None
+        self.first_markers: list[str] = []
 
     # ----- traversal ---------------------------------------------------------------------------
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -167,8 +176,8 @@ class MigrationTransformer(cst.CSTTransformer):
             result = self._replace_in_suite(original, result)
         elif isinstance(original, (cst.IndentedBlock, cst.Module)):
             result = self._drop_deleted_lines(result)
-            if isinstance(result, cst.Module):
-                result = _without_header_repeats(result)
+            if isinstance(result, cst.Module) and not self.ctx.no_comments:
+                result = self._without_header_repeats(result)
         return result
 
     def _note_statement_calls(self, node: cst.SimpleStatementLine | cst.SimpleStatementSuite) -> None:
@@ -272,6 +281,8 @@ class MigrationTransformer(cst.CSTTransformer):
 
     # ----- statements: markers and leftovers ---------------------------------------------------
     def _finish_statement(self, original, result):
+        if not self.ctx.no_comments and isinstance(result, _STATEMENTS):
+            result = self._without_stale_markers(result, self.ctx.markers.get(id(original), ()))
         replacement = self.pending_statements.pop(id(original), None)
         if replacement is not None:
             result = self._replace_line(result, replacement)
@@ -279,6 +290,8 @@ class MigrationTransformer(cst.CSTTransformer):
             result = self._replace_in_line(original, result)
         self._report_leftovers(original)
         comments = self.ctx.markers.pop(id(original), None)
+        if original is self.first_statement:
+            self.first_markers = comments or []
         if not comments:
             return result
         if id(result) in self.deleted_lines:
@@ -292,6 +305,39 @@ class MigrationTransformer(cst.CSTTransformer):
         if isinstance(result, cst.RemovalSentinel) or not hasattr(result, "leading_lines"):
             return result
         return _with_comments(result, comments)
+
+    def _without_stale_markers(self, node, fresh):
+        """Drop the TODO markers of an earlier run above ``node`` that this run does not write again:
+        the code they asked about is gone (edited by hand), or changed so that the marker now reads
+        differently (the new one replaces it). Review markers, the TODOs of edits already made and
+        those of rules not run this time stay: a rerun cannot know they are out of date."""
+        lines = node.leading_lines
+        if not any(line.comment is not None and self._is_stale(line.comment.value, ()) for line in lines):
+            return node
+        fresh = {text.strip() for text in fresh}
+        kept = [line for line in lines if line.comment is None or not self._is_stale(line.comment.value, fresh)]
+        return node.with_changes(leading_lines=kept)
+
+    def _is_stale(self, comment: str, fresh) -> bool:
+        rule = site_todo_rule(comment)
+        return rule is not None and rule in self.droppable_todos and comment.strip() not in fresh
+
+    def _without_header_repeats(self, module: cst.Module) -> cst.Module:
+        """Comments above a file's first statement parse as the module header, so on a second run the
+        markers given to that statement are there already: drop the repeats (keeps the fixpoint),
+        and the header's stale TODO markers (see _without_stale_markers)."""
+        if not module.body or not module.header or not hasattr(module.body[0], "leading_lines"):
+            return module
+        fresh = {text.strip() for text in self.first_markers}
+        header = [line for line in module.header if line.comment is None or not self._is_stale(line.comment.value, fresh)]
+        if len(header) != len(module.header):
+            module = module.with_changes(header=header)
+        texts = {line.comment.value.strip() for line in header if line.comment is not None}
+        first = module.body[0]
+        lines = [line for line in first.leading_lines if line.comment is None or line.comment.value.strip() not in texts]
+        if len(lines) == len(first.leading_lines):
+            return module
+        return module.with_changes(body=[first.with_changes(leading_lines=lines), *module.body[1:]])
 
     def _replace_line(self, line: cst.SimpleStatementLine, statements: list[cst.BaseStatement]):
         if not statements:
@@ -505,19 +551,6 @@ def _with_comments(node, comments: list[str]):
     if not new_lines:
         return node
     return node.with_changes(leading_lines=[*node.leading_lines, *new_lines])
-
-
-def _without_header_repeats(module: cst.Module) -> cst.Module:
-    """Comments above a file's first statement parse as the module header, so on a second run the
-    markers given to that statement are there already: drop the repeats (keeps the fixpoint)."""
-    if not module.body or not module.header or not hasattr(module.body[0], "leading_lines"):
-        return module
-    header = {line.comment.value.strip() for line in module.header if line.comment is not None}
-    first = module.body[0]
-    lines = [line for line in first.leading_lines if line.comment is None or line.comment.value.strip() not in header]
-    if len(lines) == len(first.leading_lines):
-        return module
-    return module.with_changes(body=[first.with_changes(leading_lines=lines), *module.body[1:]])
 
 
 def _code_of_result(result) -> str:

@@ -1143,6 +1143,7 @@ class SpmdManual(DistributedRule):
             ),
         ),
     )
+    follow_up_todos = True
     calls = {name: "next_step" for name in SPMD_STEPS}
     references = {name: "next_step" for name in SPMD_STEPS}
 
