@@ -7,6 +7,7 @@ marker de-duplication and the report behave identically for every rule.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -93,6 +94,10 @@ def _bindings(node: cst.Import | cst.ImportFrom):
         yield f"{module}.{code_of(alias.name)}", alias.asname.name.value if alias.asname else code_of(alias.name)
 
 
+def is_import_line(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
+
+
 def code_of(node: cst.CSTNode) -> str:
     return _EMPTY.code_for_node(node)
 
@@ -149,6 +154,8 @@ class FileContext:
     has_legacy_imports: bool = False
     # id(call) -> the one-statement line whose whole value the call is (filled by the engine)
     statement_for_call: dict[int, cst.SimpleStatementLine] = field(default_factory=dict)
+    # import request key or setting -> the lazy home of each site that needs it (None: module level)
+    import_sites: dict[str, list[cst.CSTNode | None]] = field(default_factory=dict)
     # id(stand-in line the engine made for a statement sharing its line) -> that statement
     stand_ins: dict[int, cst.BaseSmallStatement] = field(default_factory=dict)
 
@@ -225,6 +232,7 @@ class FileContext:
         if parent and (parent, child) in self.existing_from_imports:
             return self.existing_from_imports[(parent, child)]
         wanted = alias or module
+        self._note_import_site(module, module)
         request = self.imports_needed.get(module)
         if request is not None:
             return request.alias or module
@@ -250,6 +258,7 @@ class FileContext:
         if bound is not None:
             return bound
         key = f"from {module} import {name}"
+        self._note_import_site(key, module)
         if key in self.imports_needed:
             return name
         if name in self.module_names or name in self.import_bound or name in self.shim_bound:
@@ -265,9 +274,57 @@ class FileContext:
         """
         if unless in self.module.code or code in self.setup:
             return
+        self._note_import_site(code, "")
         meta = self._require_rule()
         self.setup[code] = why
         self._record(meta, node, f"added `{code}` after the imports: {why}", SAFE, applied=True, after=code)
+
+    # ----- where added imports go ------------------------------------------------------------
+    def _note_import_site(self, key: str, module: str) -> None:
+        """Remember where an import (or a start-up setting, ``module`` empty) is needed: a module that
+        imports a package only inside a function keeps it there (a lazy import, often to keep the
+        module cheap to import), so what the migration adds for that code goes next to it. A
+        setting made for lazily imported code is made there too, not when the module is imported."""
+        root = module.split(".")[0]
+        home = None if self._loaded_at_import(root) else self._lazy_home(root)
+        self.import_sites.setdefault(key, []).append(home)
+
+    def _loaded_at_import(self, root: str) -> bool:
+        """Is ``root`` loaded when this module is imported: standard library (cheap), or imported at
+        module level, by itself or through a legacy package (which loads torch and the rest)?"""
+        if root in sys.stdlib_module_names:
+            return True
+        root = root or "\0"  # a setting: only a legacy import at module level counts
+        modules = [*self.existing_imports, *(m for m, _ in self.existing_from_imports)]
+        return any(m.split(".")[0] == root or self._is_legacy_module(m) for m in modules)
+
+    def _lazy_home(self, root: str) -> cst.CSTNode | None:
+        """The innermost enclosing compound statement whose block itself imports ``root`` or a
+        legacy package: the place this code imports its heavy dependencies."""
+        for statement in reversed(self.statement_stack):
+            block = getattr(statement, "body", None)
+            if isinstance(block, cst.IndentedBlock) and any(self._imports(s, root) for s in block.body):
+                return statement
+        return None
+
+    def _imports(self, stmt: cst.CSTNode, root: str) -> bool:
+        if not is_import_line(stmt):
+            return False
+        modules = [m for small in stmt.body for m, _ in _bindings(small)]
+        return any(m.split(".")[0] == root or self._is_legacy_module(m) for m in modules)
+
+    def _is_legacy_module(self, module: str) -> bool:
+        return any(module == p or module.startswith(p + ".") for p in self.legacy_prefixes)
+
+    def lazy_imports_for(self, home: cst.CSTNode) -> list[str]:
+        """The requested imports, then start-up settings, that code inside ``home`` needs and that
+        go into its block (every use is inside some such block), in the order they are added."""
+        keys = [*self.imports_needed, *self.setup]
+        return [key for key in keys if home in self.import_sites.get(key, ()) and self.is_lazy(key)]
+
+    def is_lazy(self, key: str) -> bool:
+        sites = self.import_sites.get(key)
+        return bool(sites) and None not in sites
 
     @staticmethod
     def expr(text: str) -> cst.BaseExpression:

@@ -15,7 +15,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from neuron_migrate.migrate import imports as import_edits
-from neuron_migrate.migrate.context import FileContext, code_of, root_name, site_todo_rule
+from neuron_migrate.migrate.context import FileContext, code_of, is_import_line, root_name, site_todo_rule
 from neuron_migrate.report.model import Finding, Span
 from neuron_migrate.rules.base import Rule, RuleIndex, StatementReplacement, select_rules
 
@@ -70,7 +70,9 @@ class RulePlan:
             leftover=by_id.get(LEFTOVER_ID),
             shim=by_id.get(SHIM_ID),
             unused_import=by_id.get(UNUSED_IMPORT_ID),
-            droppable_todos=frozenset(rule.meta.id for rule in chosen if not rule.follow_up_todos),
+            droppable_todos=frozenset(
+                rule.meta.id for rule in chosen if rule.meta.kind == "python" and not rule.follow_up_todos
+            ),
         )
 
     def triggers(self) -> tuple[bytes, ...]:
@@ -281,6 +283,8 @@ class MigrationTransformer(cst.CSTTransformer):
 
     # ----- statements: markers and leftovers ---------------------------------------------------
     def _finish_statement(self, original, result):
+        if self.ctx.import_sites and isinstance(result, cst.BaseCompoundStatement):
+            result = self._add_lazy_imports(original, result)
         if not self.ctx.no_comments and isinstance(result, _STATEMENTS):
             result = self._without_stale_markers(result, self.ctx.markers.get(id(original), ()))
         replacement = self.pending_statements.pop(id(original), None)
@@ -305,6 +309,26 @@ class MigrationTransformer(cst.CSTTransformer):
         if isinstance(result, cst.RemovalSentinel) or not hasattr(result, "leading_lines"):
             return result
         return _with_comments(result, comments)
+
+    def _add_lazy_imports(self, original, result):
+        """The imports and settings that code in this block needs, after the block's own imports."""
+        keys = self.ctx.lazy_imports_for(original)
+        if not keys or not isinstance(result.body, cst.IndentedBlock):
+            return result
+        lines = list(result.body.body)
+        present = {code_of(s).strip() for s in lines if is_import_line(s)}
+        requests = [self.ctx.imports_needed[key] for key in keys if key in self.ctx.imports_needed]
+        texts = [text for text in import_edits.import_lines(requests) if text not in present]
+        new = [cst.parse_statement(text + "\n") for text in texts]
+        for key in keys:
+            if key not in self.ctx.imports_needed:
+                comment = [cst.EmptyLine(comment=cst.Comment(f"# {self.ctx.setup[key]}"))] if self.ctx.setup[key] else []
+                new.append(cst.parse_statement(key + "\n").with_changes(leading_lines=comment))
+        if not new:
+            return result
+        first = next(i for i, s in enumerate(lines) if is_import_line(s))
+        end = next((i for i in range(first, len(lines)) if not is_import_line(lines[i])), len(lines))
+        return result.with_changes(body=result.body.with_changes(body=[*lines[:end], *new, *lines[end:]]))
 
     def _without_stale_markers(self, node, fresh):
         """Drop the TODO markers of an earlier run above ``node`` that this run does not write again:
@@ -588,10 +612,13 @@ def migrate_python(
         new_module, removed = import_edits.remove_unused_legacy_imports(new_module, plan.legacy_prefixes)
         _report_removed_imports(ctx, plan, transformer.import_statements, removed)
         changed = changed or bool(removed)
-    if ctx.imports_needed and changed:
-        new_module = import_edits.add_imports(new_module, list(ctx.imports_needed.values()))
-    if ctx.setup and changed:
-        new_module = import_edits.add_setup(new_module, ctx.setup)
+    # What only lazily imported code needs went into that code's block (see FileContext.is_lazy).
+    imports = [request for key, request in ctx.imports_needed.items() if not ctx.is_lazy(key)]
+    setup = {code: why for code, why in ctx.setup.items() if not ctx.is_lazy(code)}
+    if imports and changed:
+        new_module = import_edits.add_imports(new_module, imports)
+    if setup and changed:
+        new_module = import_edits.add_setup(new_module, setup)
     code = new_module.code
     if code != source:
         _check_parses(code, path, ctx.findings)
