@@ -170,3 +170,20 @@ def test_a_file_with_only_stale_markers_left_passes_the_prefilter(plan):
     from neuron_migrate.migrate.prefilter import Prefilter
 
     assert Prefilter(plan.triggers())(b"# TODO(neuron-migrate NM129): use dist\npart = mine(grad)\n")
+
+
+def test_a_one_line_suite_keeps_its_form_or_becomes_a_block(migrate):
+    source = (
+        "import torch_xla.core.xla_model as xm\n\n\n"
+        "def step(ok, n):\n"
+        "    for _ in range(n): xm.mark_step()\n"
+        "    if ok: n += 1; xm.mark_step()\n"
+        "    if not ok: xm.rendezvous(\"wait\")  # the others wait\n"
+        "    if ok: xm.mark_step()  # neuron-migrate: ignore\n"
+        "    return n\n"
+    )
+    code = migrate(source).code
+    assert "    for _ in range(n): pass\n    if ok: n += 1\n" in code
+    assert "    if not ok:  # the others wait\n        if dist.is_initialized():\n            dist.barrier()\n" in code
+    assert "    if ok: xm.mark_step()  # neuron-migrate: ignore\n" in code
+    assert migrate(code).code == code

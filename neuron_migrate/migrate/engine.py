@@ -379,6 +379,10 @@ class MigrationTransformer(cst.CSTTransformer):
         of its own; None when no rule replaced any of them."""
         stand_ins = dict(self.stand_ins.pop(id(original)))
         if len(updated.body) != len(original.body):
+            if any(id(line) in self.pending_statements for line in stand_ins.values()):
+                # A line rule dropped a statement, so the replacements no longer line up: fail the
+                # file rather than report an edit that is not made.
+                raise InternalError("a line rule and a statement rule both rewrote one line of several statements")
             return None
         in_suite = isinstance(original, cst.SimpleStatementSuite)
         statements: list[cst.BaseStatement] = []
