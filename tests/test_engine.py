@@ -187,3 +187,12 @@ def test_a_one_line_suite_keeps_its_form_or_becomes_a_block(migrate):
     assert "    if not ok:  # the others wait\n        if dist.is_initialized():\n            dist.barrier()\n" in code
     assert "    if ok: xm.mark_step()  # neuron-migrate: ignore\n" in code
     assert migrate(code).code == code
+
+
+def test_a_dropped_marker_is_reported(migrate):
+    source = "# TODO(neuron-migrate NM129): use `dist.reduce_scatter_single(...)`\npart = scatter_by_hand(grad, n)\n"
+    result = migrate(source)
+    assert result.code == "part = scatter_by_hand(grad, n)\n"
+    [finding] = result.findings
+    assert (finding.rule, finding.applied, finding.span.line) == ("NM129", True, 2)
+    assert finding.before.startswith("# TODO(neuron-migrate NM129)") and "removed" in finding.message

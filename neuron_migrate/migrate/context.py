@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import libcst as cst
 from libcst.metadata.base_provider import LazyValue
@@ -401,6 +401,12 @@ class FileContext:
         self._record(meta, original, message, safety, applied=True, after=after, fix=fix)
         if safety == REVIEW:
             self._mark(f"# neuron-migrate({meta.id}): {review}")
+
+    def record_dropped_marker(self, meta: RuleMeta, node: cst.CSTNode, comment: str) -> None:
+        """A marker of an earlier run was removed above ``node``: the code it was about is gone."""
+        message = "marker of an earlier run removed: the code it was about is gone or now reads differently"
+        self._record(meta, node, message, SAFE, applied=True)
+        self.findings[-1] = replace(self.findings[-1], before=comment.strip(), fingerprint="").finalize()
 
     def end(self) -> None:
         self._rule = None

@@ -104,6 +104,7 @@ class MigrationTransformer(cst.CSTTransformer):
         self.shim_rule = plan.shim
         self.roots = plan.roots
         self.droppable_todos = plan.droppable_todos
+        self.metas = {rule.meta.id: rule.meta for rule in plan.index.rules}
         self.call_funcs: set[int] = set()
         self.inner_attrs: set[int] = set()
         self.import_depth = 0
@@ -285,14 +286,15 @@ class MigrationTransformer(cst.CSTTransformer):
     def _finish_statement(self, original, result):
         if self.ctx.import_sites and isinstance(result, cst.BaseCompoundStatement):
             result = self._add_lazy_imports(original, result)
+        # Leftovers first: their markers are among those this run writes for the statement.
+        self._report_leftovers(original)
         if not self.ctx.no_comments and isinstance(result, _STATEMENTS):
-            result = self._without_stale_markers(result, self.ctx.markers.get(id(original), ()))
+            result = self._without_stale_markers(original, result, self.ctx.markers.get(id(original), ()))
         replacement = self.pending_statements.pop(id(original), None)
         if replacement is not None:
             result = self._replace_line(result, replacement)
         elif id(original) in self.stand_ins and isinstance(result, cst.SimpleStatementLine):
             result = self._replace_in_line(original, result)
-        self._report_leftovers(original)
         comments = self.ctx.markers.pop(id(original), None)
         if original is self.first_statement:
             self.first_markers = comments or []
@@ -330,7 +332,7 @@ class MigrationTransformer(cst.CSTTransformer):
         end = next((i for i in range(first, len(lines)) if not is_import_line(lines[i])), len(lines))
         return result.with_changes(body=result.body.with_changes(body=[*lines[:end], *new, *lines[end:]]))
 
-    def _without_stale_markers(self, node, fresh):
+    def _without_stale_markers(self, original, node, fresh):
         """Drop the TODO markers of an earlier run above ``node`` that this run does not write again:
         the code they asked about is gone (edited by hand), or changed so that the marker now reads
         differently (the new one replaces it). Review markers, the TODOs of edits already made and
@@ -339,8 +341,19 @@ class MigrationTransformer(cst.CSTTransformer):
         if not any(line.comment is not None and self._is_stale(line.comment.value, ()) for line in lines):
             return node
         fresh = {text.strip() for text in fresh}
-        kept = [line for line in lines if line.comment is None or not self._is_stale(line.comment.value, fresh)]
+        kept = self._kept_lines(original, lines, fresh)
         return node.with_changes(leading_lines=kept)
+
+    def _kept_lines(self, original, lines, fresh) -> list[cst.EmptyLine]:
+        """``lines`` without the stale markers, each dropped one reported against ``original``."""
+        kept = []
+        for line in lines:
+            if line.comment is None or not self._is_stale(line.comment.value, fresh):
+                kept.append(line)
+                continue
+            meta = self.metas[site_todo_rule(line.comment.value)]
+            self.ctx.record_dropped_marker(meta, original, line.comment.value)
+        return kept
 
     def _is_stale(self, comment: str, fresh) -> bool:
         rule = site_todo_rule(comment)
@@ -353,7 +366,7 @@ class MigrationTransformer(cst.CSTTransformer):
         if not module.body or not module.header or not hasattr(module.body[0], "leading_lines"):
             return module
         fresh = {text.strip() for text in self.first_markers}
-        header = [line for line in module.header if line.comment is None or not self._is_stale(line.comment.value, fresh)]
+        header = self._kept_lines(self.first_statement, module.header, fresh)
         if len(header) != len(module.header):
             module = module.with_changes(header=header)
         texts = {line.comment.value.strip() for line in header if line.comment is not None}
