@@ -164,3 +164,94 @@ def test_a_decorator_below_the_first_one_gets_the_tag_of_its_leftover(migrate):
     code = migrate(source).code
     assert "\n@is_trainium_test  # TODO(neuron-migrate NM100): see above\n" in code
     assert migrate(code).code == code
+
+
+SCATTER = (
+    "import torch_xla.core.xla_model as xm\n\n\n"
+    "def shard(grad, n):\n"
+    "    # keep the shards small\n"
+    "    part = xm.reduce_scatter(xm.REDUCE_SUM, grad, 1.0, 0, n)\n"
+    "    return part\n"
+)
+
+
+def _todos(code: str) -> list[str]:
+    return [line.strip() for line in code.splitlines() if "TODO(neuron-migrate" in line]
+
+
+def test_a_todo_whose_code_was_edited_away_goes_on_the_next_run(migrate):
+    first = migrate(SCATTER).code
+    assert [t.split(")")[0] for t in _todos(first)] == ["# TODO(neuron-migrate NM129"]
+    edited = first.replace("xm.reduce_scatter(xm.REDUCE_SUM, grad, 1.0, 0, n)", "scatter_by_hand(grad, n)")
+    second = migrate(edited).code
+    assert _todos(second) == []
+    assert "    # keep the shards small\n    part = scatter_by_hand(grad, n)\n" in second
+
+
+def test_a_rerun_keeps_one_copy_of_each_marker(migrate):
+    first = migrate(SCATTER).code
+    assert migrate(first).code == first
+    assert len(_todos(first)) == 1
+
+
+def test_a_todo_that_now_reads_differently_is_replaced_not_stacked(migrate):
+    source = "import torch_xla.core.xla_model as xm\n\n\ndef mean(loss, g):\n    return xm.all_reduce(xm.REDUCE_SUM, loss, groups=g) / 4\n"
+    first = migrate(source).code
+    assert "replica groups" in _todos(first)[0]
+    second = migrate(first.replace(", groups=g", "")).code
+    todos = _todos(second)
+    assert len(todos) == 1 and "used inside an expression" in todos[0]
+
+
+def test_only_the_tool_s_own_stale_markers_go(migrate):
+    source = (
+        "# TODO(neuron-migrate NM129): use `dist.reduce_scatter_single(...)`\n"
+        "# TODO(me): benchmark this\n"
+        "part = scatter_by_hand(grad, n)\n"
+        "# neuron-migrate(NM113): xm.optimizer_step also averaged gradients across ranks\n"
+        "optimizer.step()\n"
+        "# TODO(neuron-migrate NM502): deleted XLA_USE_BF16: make the precision explicit in code\n"
+        "model = build()\n"
+    )
+    code = migrate(source).code
+    assert code == source.replace("# TODO(neuron-migrate NM129): use `dist.reduce_scatter_single(...)`\n", "")
+
+
+def test_markers_of_rules_not_selected_are_kept():
+    from neuron_migrate.migrate.engine import RulePlan, migrate_python
+
+    source = "def f(grad, n):\n    # TODO(neuron-migrate NM129): use `dist.reduce_scatter_single(...)`\n    return grad\n"
+    assert migrate_python(source, "example.py", RulePlan.build(select=("NM110",))).code == source
+    assert "NM129" not in migrate_python(source, "example.py", RulePlan.build()).code
+
+
+def test_a_file_with_only_stale_markers_left_passes_the_prefilter(plan):
+    from neuron_migrate.migrate.prefilter import Prefilter
+
+    assert Prefilter(plan.triggers())(b"# TODO(neuron-migrate NM129): use dist\npart = mine(grad)\n")
+
+
+def test_a_one_line_suite_keeps_its_form_or_becomes_a_block(migrate):
+    source = (
+        "import torch_xla.core.xla_model as xm\n\n\n"
+        "def step(ok, n):\n"
+        "    for _ in range(n): xm.mark_step()\n"
+        "    if ok: n += 1; xm.mark_step()\n"
+        "    if not ok: xm.rendezvous(\"wait\")  # the others wait\n"
+        "    if ok: xm.mark_step()  # neuron-migrate: ignore\n"
+        "    return n\n"
+    )
+    code = migrate(source).code
+    assert "    for _ in range(n): pass\n    if ok: n += 1\n" in code
+    assert "    if not ok:  # the others wait\n        if dist.is_initialized():\n            dist.barrier()\n" in code
+    assert "    if ok: xm.mark_step()  # neuron-migrate: ignore\n" in code
+    assert migrate(code).code == code
+
+
+def test_a_dropped_marker_is_reported(migrate):
+    source = "# TODO(neuron-migrate NM129): use `dist.reduce_scatter_single(...)`\npart = scatter_by_hand(grad, n)\n"
+    result = migrate(source)
+    assert result.code == "part = scatter_by_hand(grad, n)\n"
+    [finding] = result.findings
+    assert (finding.rule, finding.applied, finding.span.line) == ("NM129", True, 2)
+    assert finding.before.startswith("# TODO(neuron-migrate NM129)") and "removed" in finding.message

@@ -94,3 +94,46 @@ def test_a_parenthesized_import_line_is_left_as_it_is(run):
 def test_a_suppressed_edit_adds_no_import(migrate):
     source = "import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()  # neuron-migrate: ignore\n"
     assert migrate(source).code == source
+
+
+def test_a_name_does_not_join_a_from_import_line_below_its_first_use(run):
+    source = "from legacy_pkg import NeuronTrainer\n\nt = NeuronTrainer()\nfrom transformers import AutoTokenizer\n"
+    code = run(source)
+    assert code.startswith("import os\nfrom transformers import Trainer, TrainingArguments\n")
+    assert code.endswith("\nfrom transformers import AutoTokenizer\n")
+
+
+def test_code_that_imports_lazily_gets_its_new_imports_and_settings_where_it_imports(run):
+    source = (
+        '"""Cheap to import: the trainer loads only when main runs."""\n\n\n'
+        "def main():\n"
+        "    from legacy_pkg import NeuronTrainer\n\n"
+        "    return NeuronTrainer()\n"
+    )
+    assert run(source) == (
+        '"""Cheap to import: the trainer loads only when main runs."""\n\n'
+        "import os\n\n\n"
+        "def main():\n"
+        "    from transformers import Trainer, TrainingArguments\n"
+        "    # weights load synchronously on the neuron device\n"
+        '    os.environ.setdefault("HF_DEACTIVATE_ASYNC_LOAD", "1")\n\n'
+        "    return Trainer(TrainingArguments())\n"
+    )
+
+
+def test_a_package_the_module_imports_at_the_top_is_imported_at_the_top(run):
+    source = "import transformers\n\n\ndef main():\n    from legacy_pkg import NeuronTrainer\n\n    return NeuronTrainer()\n"
+    code = run(source)
+    assert code.startswith("import transformers\nimport os\nfrom transformers import Trainer, TrainingArguments\n")
+    assert code.endswith("def main():\n    # weights load synchronously on the neuron device\n"
+                         '    os.environ.setdefault("HF_DEACTIVATE_ASYNC_LOAD", "1")\n\n    return Trainer(TrainingArguments())\n')
+
+
+def test_a_use_at_module_level_keeps_the_import_at_the_top(run):
+    source = (
+        "from legacy_pkg import NeuronTrainer\n\n\n"
+        "def later():\n    from legacy_pkg import NeuronTrainer\n\n    return NeuronTrainer()\n\n\n"
+        "t = NeuronTrainer()\n"
+    )
+    code = run(source)
+    assert code.startswith("import os\nfrom transformers import Trainer, TrainingArguments\n")

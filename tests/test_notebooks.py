@@ -541,3 +541,21 @@ def test_a_variable_the_shell_rules_add_is_set_with_env(tmp_path, plan):
     assert "%env HF_DEACTIVATE_ASYNC_LOAD=1" in "\n".join(new)
     assert "export" not in "\n".join(new)
     assert rewrite(outcome.output, plan, str(tmp_path / "nb.ipynb")).status == UNCHANGED
+
+
+def test_a_new_name_is_imported_in_or_before_the_cell_that_first_uses_it(plan):
+    data = (NOTEBOOKS / "import_order.before.ipynb").read_bytes()
+    new = sources(rewrite(data, plan).output)
+    assert "from transformers import AutoModelForCausalLM" in new[1]
+    assert new[3].startswith("from transformers import AutoTokenizer\n")
+
+
+def test_a_todo_whose_code_was_edited_away_goes_on_the_next_run(plan):
+    data = nbformat_text(
+        notebook_json("import torch_xla.core.xla_model as xm", "shard = xm.reduce_scatter(xm.REDUCE_SUM, g, 1.0, 0, 2)")
+    )
+    first = sources(rewrite(data, plan).output)
+    assert first[1].startswith("# TODO(neuron-migrate NM129): ")
+    edited = nbformat_text(notebook_json(first[0], first[1].replace("xm.reduce_scatter(xm.REDUCE_SUM, g, 1.0, 0, 2)", "g")))
+    second = sources(rewrite(edited, plan).output)
+    assert second == ["", "shard = g"]

@@ -6,7 +6,9 @@ marker de-duplication and the report behave identically for every rule.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+import sys
+from dataclasses import dataclass, field, replace
 
 import libcst as cst
 from libcst.metadata.base_provider import LazyValue
@@ -17,6 +19,20 @@ from neuron_migrate.rules.base import RuleMeta
 from neuron_migrate.suppress import is_suppressed, suppressed_lines
 
 _EMPTY = cst.Module(body=[])
+
+
+# A TODO marker this tool writes: ``# TODO(neuron-migrate NM123): <next step>``.
+_TODO_MARKER = re.compile(r"#\s*TODO\(neuron-migrate (?P<rule>NM\d+)\):\s*(?P<message>.*)")
+# How the TODO of an edit already made begins (see FileContext.todo): it describes what was done.
+EDIT_TODO_PREFIX = "deleted "
+
+
+def site_todo_rule(comment: str) -> str | None:
+    """The rule id of a TODO marker about code left as it was below it (not about an edit made)."""
+    match = _TODO_MARKER.match(comment.strip())
+    if match is None or match.group("message").startswith(EDIT_TODO_PREFIX):
+        return None
+    return match.group("rule")
 
 
 def root_name(node: cst.CSTNode) -> str:
@@ -108,6 +124,10 @@ def _bindings(node: cst.Import | cst.ImportFrom):
         yield f"{module}.{code_of(alias.name)}", alias.asname.name.value if alias.asname else code_of(alias.name)
 
 
+def is_import_line(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
+
+
 def code_of(node: cst.CSTNode) -> str:
     return _EMPTY.code_for_node(node)
 
@@ -120,6 +140,7 @@ class PendingNote:
     review: str = ""
     safety: str = ""
     todo: str = ""
+    answered: bool = False
 
 
 @dataclass
@@ -166,6 +187,10 @@ class FileContext:
     has_legacy_imports: bool = False
     # id(call) -> the one-statement line whose whole value the call is (filled by the engine)
     statement_for_call: dict[int, cst.SimpleStatementLine] = field(default_factory=dict)
+    # import request key or setting -> the lazy home of each site that needs it (None: module level)
+    import_sites: dict[str, list[cst.CSTNode | None]] = field(default_factory=dict)
+    # id(stand-in line the engine made for a statement sharing its line) -> that statement
+    stand_ins: dict[int, cst.BaseSmallStatement] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.module = self.wrapper.module
@@ -224,6 +249,7 @@ class FileContext:
     def span(self, node: cst.CSTNode) -> Span:
         if self._positions is None:
             self._positions = self.wrapper.resolve(PositionProvider)
+        node = self.stand_ins.get(id(node), node)
         pos = self._positions.get(node)
         if pos is None:
             return Span(1, 1, 1, 1)
@@ -251,6 +277,7 @@ class FileContext:
         if parent and (parent, child) in self.existing_from_imports:
             return self.existing_from_imports[(parent, child)]
         wanted = alias or module
+        self._note_import_site(module, module)
         request = self.imports_needed.get(module)
         if request is not None:
             return request.alias or module
@@ -276,6 +303,7 @@ class FileContext:
         if bound is not None:
             return bound
         key = f"from {module} import {name}"
+        self._note_import_site(key, module)
         if key in self.imports_needed:
             return name
         if name in self.module_names or name in self.import_bound or name in self.shim_bound:
@@ -292,12 +320,60 @@ class FileContext:
         """
         if unless in self.module.code or code in self.setup:
             return
+        self._note_import_site(code, "")
         meta = self._require_rule()
         self.setup[code] = why
         # A helper definition is named by its label or its first line; the report's "after" has all of it.
         shown = label or f"`{code.splitlines()[0].rstrip(':')}`"
         message = f"added {shown} after the imports" + (f": {why}" if why else "")
         self._record(meta, node, message, SAFE, applied=True, after=code)
+
+    # ----- where added imports go ------------------------------------------------------------
+    def _note_import_site(self, key: str, module: str) -> None:
+        """Remember where an import (or a start-up setting, ``module`` empty) is needed: a module that
+        imports a package only inside a function keeps it there (a lazy import, often to keep the
+        module cheap to import), so what the migration adds for that code goes next to it. A
+        setting made for lazily imported code is made there too, not when the module is imported."""
+        root = module.split(".")[0]
+        home = None if self._loaded_at_import(root) else self._lazy_home(root)
+        self.import_sites.setdefault(key, []).append(home)
+
+    def _loaded_at_import(self, root: str) -> bool:
+        """Is ``root`` loaded when this module is imported: standard library (cheap), or imported at
+        module level, by itself or through a legacy package (which loads torch and the rest)?"""
+        if root in sys.stdlib_module_names:
+            return True
+        root = root or "\0"  # a setting: only a legacy import at module level counts
+        modules = [*self.existing_imports, *(m for m, _ in self.existing_from_imports)]
+        return any(m.split(".")[0] == root or self._is_legacy_module(m) for m in modules)
+
+    def _lazy_home(self, root: str) -> cst.CSTNode | None:
+        """The innermost enclosing compound statement whose block itself imports ``root`` or a
+        legacy package: the place this code imports its heavy dependencies."""
+        for statement in reversed(self.statement_stack):
+            block = getattr(statement, "body", None)
+            if isinstance(block, cst.IndentedBlock) and any(self._imports(s, root) for s in block.body):
+                return statement
+        return None
+
+    def _imports(self, stmt: cst.CSTNode, root: str) -> bool:
+        if not is_import_line(stmt):
+            return False
+        modules = [m for small in stmt.body for m, _ in _bindings(small)]
+        return any(m.split(".")[0] == root or self._is_legacy_module(m) for m in modules)
+
+    def _is_legacy_module(self, module: str) -> bool:
+        return any(module == p or module.startswith(p + ".") for p in self.legacy_prefixes)
+
+    def lazy_imports_for(self, home: cst.CSTNode) -> list[str]:
+        """The requested imports, then start-up settings, that code inside ``home`` needs and that
+        go into its block (every use is inside some such block), in the order they are added."""
+        keys = [*self.imports_needed, *self.setup]
+        return [key for key in keys if home in self.import_sites.get(key, ()) and self.is_lazy(key)]
+
+    def is_lazy(self, key: str) -> bool:
+        sites = self.import_sites.get(key)
+        return bool(sites) and None not in sites
 
     @staticmethod
     def expr(text: str) -> cst.BaseExpression:
@@ -323,7 +399,11 @@ class FileContext:
 
     def todo(self, message: str) -> None:
         """The edit being made leaves work for a human (a deleted setting whose effect must now come
-        from code): it is reported as manual, and a TODO marker with the next step goes next to it."""
+        from code): it is reported as manual, and a TODO marker with the next step goes next to it.
+        The message begins with what was done ("deleted X: ..."): a rerun keeps that marker, while it
+        drops a TODO whose code below no longer holds what the TODO was about."""
+        if not message.startswith(EDIT_TODO_PREFIX):
+            message = EDIT_TODO_PREFIX + message
         self._note.todo = message
 
     def manual(self, node: cst.CSTNode, message: str, fix: str = "") -> None:
@@ -335,6 +415,15 @@ class FileContext:
         self._record(meta, node, message, MANUAL, applied=False, fix=fix)
         self._mark(f"# TODO(neuron-migrate {meta.id}): {message}")
         self._tag_line(node, meta.id)
+
+    @property
+    def answered_elsewhere(self) -> bool:
+        return self._note.answered
+
+    def answered_by_enclosing_call(self) -> None:
+        """The node is left as it is because the call around it answers for it (migrated with the
+        call, or in the call's own TODO): no leftover marker of its own."""
+        self._note.answered = True
 
     def report(self, node: cst.CSTNode, message: str, fix: str = "") -> None:
         """A finding for the report only: nothing is changed and no marker is written."""
@@ -362,6 +451,12 @@ class FileContext:
         self._record(meta, original, message, safety, applied=True, after=after, fix=fix)
         if safety == REVIEW:
             self._mark(f"# neuron-migrate({meta.id}): {review}")
+
+    def record_dropped_marker(self, meta: RuleMeta, node: cst.CSTNode, comment: str) -> None:
+        """A marker of an earlier run was removed above ``node``: the code it was about is gone."""
+        message = "marker of an earlier run removed: the code it was about is gone or now reads differently"
+        self._record(meta, node, message, SAFE, applied=True)
+        self.findings[-1] = replace(self.findings[-1], before=comment.strip(), fingerprint="").finalize()
 
     def end(self) -> None:
         self._rule = None

@@ -15,11 +15,13 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from neuron_migrate.migrate import imports as import_edits
-from neuron_migrate.migrate.context import FileContext, code_of, root_name
+from neuron_migrate.migrate.context import FileContext, code_of, is_import_line, root_name, site_todo_rule
 from neuron_migrate.report.model import Finding, Span
 from neuron_migrate.rules.base import Rule, RuleIndex, StatementReplacement, select_rules
 
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+# small statements whose value may be a call that a rule replaces as a whole statement
+_CALL_STATEMENTS = (cst.Expr, cst.Assign, cst.AnnAssign, cst.Return)
 
 
 class InternalError(Exception):
@@ -53,6 +55,8 @@ class RulePlan:
     leftover: type[Rule] | None = None
     shim: type[Rule] | None = None
     unused_import: type[Rule] | None = None
+    # ids of the rules whose stale TODO markers a rerun drops (see _without_stale_markers)
+    droppable_todos: frozenset[str] = frozenset()
 
     @classmethod
     def build(cls, select=(), ignore=()) -> RulePlan:
@@ -66,10 +70,14 @@ class RulePlan:
             leftover=by_id.get(LEFTOVER_ID),
             shim=by_id.get(SHIM_ID),
             unused_import=by_id.get(UNUSED_IMPORT_ID),
+            droppable_todos=frozenset(
+                rule.meta.id for rule in chosen if rule.meta.kind == "python" and not rule.follow_up_todos
+            ),
         )
 
     def triggers(self) -> tuple[bytes, ...]:
-        return self.index.triggers()
+        # A file whose legacy code was all edited away by hand may still hold TODO markers to drop.
+        return (*self.index.triggers(), TODO_MARKER_TRIGGER)
 
     @property
     def roots(self) -> frozenset[str]:
@@ -79,6 +87,7 @@ class RulePlan:
         return frozenset(n.split(".")[0] for n in names)
 
 
+TODO_MARKER_TRIGGER = b"TODO(neuron-migrate NM"
 LEFTOVER_ID = "NM100"
 SHIM_ID = "NM190"
 UNUSED_IMPORT_ID = "NM191"
@@ -94,6 +103,8 @@ class MigrationTransformer(cst.CSTTransformer):
         self.leftover_rule = plan.leftover
         self.shim_rule = plan.shim
         self.roots = plan.roots
+        self.droppable_todos = plan.droppable_todos
+        self.metas = {rule.meta.id: rule.meta for rule in plan.index.rules}
         self.call_funcs: set[int] = set()
         self.inner_attrs: set[int] = set()
         self.import_depth = 0
@@ -104,19 +115,26 @@ class MigrationTransformer(cst.CSTTransformer):
         self.pending_statements: dict[int, list[cst.BaseStatement]] = {}
         # id(updated line) -> its comment lines, for lines deleted at the block level
         self.deleted_lines: dict[int, list[cst.EmptyLine]] = {}
+        # id(one-line suite, or line of several statements) -> (index, stand-in line) per call statement
+        self.stand_ins: dict[int, list[tuple[int, cst.SimpleStatementLine]]] = {}
         # quote characters of the f-strings around the current node, innermost last
         self.fstring_quotes: list[str] = []
         self.import_statements: list[cst.CSTNode] = []
         self.shim_uses: set[int] = set()
         # line -> its end in the rewritten tree, kept while a statement holds an unreported legacy use
         self.line_ends: dict[int, cst.TrailingWhitespace] = {}
+        # the file's first statement, whose markers on a rerun sit in the module header
+        self.first_statement = ctx.module.body[0] if ctx.module.body else None
+        self.first_markers: list[str] = []
 
     # ----- traversal ---------------------------------------------------------------------------
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, _STATEMENTS):
             self.ctx.statement_stack.append(node)
             if isinstance(node, cst.SimpleStatementLine):
-                self._note_statement_call(node)
+                self._note_statement_calls(node)
+        elif isinstance(node, cst.SimpleStatementSuite):
+            self._note_statement_calls(node)
         if isinstance(node, (cst.Import, cst.ImportFrom)):
             self.import_depth += 1
             if not self.shims:
@@ -161,10 +179,12 @@ class MigrationTransformer(cst.CSTTransformer):
         if isinstance(original, _STATEMENTS):
             result = self._finish_statement(original, result)
             self.ctx.statement_stack.pop()
+        elif isinstance(original, cst.SimpleStatementSuite) and id(original) in self.stand_ins:
+            result = self._replace_in_suite(original, result)
         elif isinstance(original, (cst.IndentedBlock, cst.Module)):
             result = self._drop_deleted_lines(result)
-            if isinstance(result, cst.Module):
-                result = _without_header_repeats(result)
+            if isinstance(result, cst.Module) and not self.ctx.no_comments:
+                result = self._without_header_repeats(result)
         return result
 
     def _leave_line_end(self, original: cst.TrailingWhitespace, updated: cst.TrailingWhitespace):
@@ -189,13 +209,28 @@ class MigrationTransformer(cst.CSTTransformer):
             return result
         return result.visit(_LineEndTags(targets))
 
-    def _note_statement_call(self, line: cst.SimpleStatementLine) -> None:
-        if len(line.body) != 1:
-            return
-        small = line.body[0]
-        value = getattr(small, "value", None)
-        if isinstance(small, (cst.Expr, cst.Assign, cst.AnnAssign, cst.Return)) and isinstance(value, cst.Call):
-            self.ctx.statement_for_call[id(value)] = line
+    def _note_statement_calls(self, node: cst.SimpleStatementLine | cst.SimpleStatementSuite) -> None:
+        """Map each call that is a whole small statement to the line it stands in. A statement that
+        shares its line (``a(); f()``) or is the body of a one-line ``if x: f()`` gets a stand-in line
+        of its own, so rules see the same shape as on a line by itself; in a one-line suite every
+        statement gets one, and the rules' line hooks see it as a line."""
+        in_suite = isinstance(node, cst.SimpleStatementSuite)
+        alone = not in_suite and len(node.body) == 1
+        for index, small in enumerate(node.body):
+            value = getattr(small, "value", None)
+            is_call = isinstance(small, _CALL_STATEMENTS) and isinstance(value, cst.Call)
+            if alone and is_call:
+                self.ctx.statement_for_call[id(value)] = node
+            if alone or not (is_call or in_suite):
+                continue
+            stand_in = cst.SimpleStatementLine(body=[small.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)])
+            self.ctx.stand_ins[id(stand_in)] = small
+            if is_call:
+                self.ctx.statement_for_call[id(value)] = stand_in
+            self.stand_ins.setdefault(id(node), []).append((index, stand_in))
+            if in_suite:
+                for rule in self.index.hooks.get("visit_SimpleStatementLine", ()):
+                    self.instances[rule].visit_SimpleStatementLine(stand_in)
 
     # ----- dispatch ----------------------------------------------------------------------------
     def _dispatch(self, original, updated, table, name_node):
@@ -236,7 +271,7 @@ class MigrationTransformer(cst.CSTTransformer):
                 if isinstance(result, _Scheduled):
                     self.pending_statements[id(result.line)] = result.statements
                     result = updated
-            if changed or len(self.ctx.findings) != before:
+            if changed or len(self.ctx.findings) != before or self.ctx.answered_elsewhere:
                 self.handled_spans.append(self.ctx.span(_answered_for(original)))
             return result
         finally:
@@ -275,13 +310,22 @@ class MigrationTransformer(cst.CSTTransformer):
 
     # ----- statements: markers and leftovers ---------------------------------------------------
     def _finish_statement(self, original, result):
+        if self.ctx.import_sites and isinstance(result, cst.BaseCompoundStatement):
+            result = self._add_lazy_imports(original, result)
+        # Leftovers first: their markers are among those this run writes for the statement.
+        self._report_leftovers(original)
+        if not self.ctx.no_comments and isinstance(result, _STATEMENTS):
+            result = self._without_stale_markers(original, result, self.ctx.markers.get(id(original), ()))
         replacement = self.pending_statements.pop(id(original), None)
         if replacement is not None:
             result = self._replace_line(result, replacement)
-        self._report_leftovers(original)
+        elif id(original) in self.stand_ins and isinstance(result, cst.SimpleStatementLine):
+            result = self._replace_in_line(original, result)
         if self.ctx.line_tags and self.line_ends:
             result = self._tag_late_lines(original, result)
         comments = self.ctx.markers.pop(id(original), None)
+        if original is self.first_statement:
+            self.first_markers = comments or []
         if not comments:
             return result
         if id(result) in self.deleted_lines:
@@ -296,6 +340,70 @@ class MigrationTransformer(cst.CSTTransformer):
             return result
         return _with_comments(result, comments)
 
+    def _add_lazy_imports(self, original, result):
+        """The imports and settings that code in this block needs, after the block's own imports."""
+        keys = self.ctx.lazy_imports_for(original)
+        if not keys or not isinstance(result.body, cst.IndentedBlock):
+            return result
+        lines = list(result.body.body)
+        present = {code_of(s).strip() for s in lines if is_import_line(s)}
+        requests = [self.ctx.imports_needed[key] for key in keys if key in self.ctx.imports_needed]
+        texts = [text for text in import_edits.import_lines(requests) if text not in present]
+        new = [cst.parse_statement(text + "\n") for text in texts]
+        for key in keys:
+            if key not in self.ctx.imports_needed:
+                comment = [cst.EmptyLine(comment=cst.Comment(f"# {self.ctx.setup[key]}"))] if self.ctx.setup[key] else []
+                new.append(cst.parse_statement(key + "\n").with_changes(leading_lines=comment))
+        if not new:
+            return result
+        first = next(i for i, s in enumerate(lines) if is_import_line(s))
+        end = next((i for i in range(first, len(lines)) if not is_import_line(lines[i])), len(lines))
+        return result.with_changes(body=result.body.with_changes(body=[*lines[:end], *new, *lines[end:]]))
+
+    def _without_stale_markers(self, original, node, fresh):
+        """Drop the TODO markers of an earlier run above ``node`` that this run does not write again:
+        the code they asked about is gone (edited by hand), or changed so that the marker now reads
+        differently (the new one replaces it). Review markers, the TODOs of edits already made and
+        those of rules not run this time stay: a rerun cannot know they are out of date."""
+        lines = node.leading_lines
+        if not any(line.comment is not None and self._is_stale(line.comment.value, ()) for line in lines):
+            return node
+        fresh = {text.strip() for text in fresh}
+        kept = self._kept_lines(original, lines, fresh)
+        return node.with_changes(leading_lines=kept)
+
+    def _kept_lines(self, original, lines, fresh) -> list[cst.EmptyLine]:
+        """``lines`` without the stale markers, each dropped one reported against ``original``."""
+        kept = []
+        for line in lines:
+            if line.comment is None or not self._is_stale(line.comment.value, fresh):
+                kept.append(line)
+                continue
+            meta = self.metas[site_todo_rule(line.comment.value)]
+            self.ctx.record_dropped_marker(meta, original, line.comment.value)
+        return kept
+
+    def _is_stale(self, comment: str, fresh) -> bool:
+        rule = site_todo_rule(comment)
+        return rule is not None and rule in self.droppable_todos and comment.strip() not in fresh
+
+    def _without_header_repeats(self, module: cst.Module) -> cst.Module:
+        """Comments above a file's first statement parse as the module header, so on a second run the
+        markers given to that statement are there already: drop the repeats (keeps the fixpoint),
+        and the header's stale TODO markers (see _without_stale_markers)."""
+        if not module.body or not module.header or not hasattr(module.body[0], "leading_lines"):
+            return module
+        fresh = {text.strip() for text in self.first_markers}
+        header = self._kept_lines(self.first_statement, module.header, fresh)
+        if len(header) != len(module.header):
+            module = module.with_changes(header=header)
+        texts = {line.comment.value.strip() for line in header if line.comment is not None}
+        first = module.body[0]
+        lines = [line for line in first.leading_lines if line.comment is None or line.comment.value.strip() not in texts]
+        if len(lines) == len(first.leading_lines):
+            return module
+        return module.with_changes(body=[first.with_changes(leading_lines=lines), *module.body[1:]])
+
     def _replace_line(self, line: cst.SimpleStatementLine, statements: list[cst.BaseStatement]):
         if not statements:
             self.deleted_lines[id(line)] = list(line.leading_lines)
@@ -306,6 +414,62 @@ class MigrationTransformer(cst.CSTTransformer):
         if isinstance(last, cst.SimpleStatementLine) and line.trailing_whitespace.comment is not None:
             statements[-1] = last.with_changes(trailing_whitespace=line.trailing_whitespace)
         return cst.FlattenSentinel(statements)
+
+    def _replaced_small_statements(self, original, updated) -> list[cst.BaseStatement] | None:
+        """The statements that the small statements of ``updated`` become, each kept one as a line
+        of its own; None when no rule replaced any of them."""
+        stand_ins = dict(self.stand_ins.pop(id(original)))
+        if len(updated.body) != len(original.body):
+            if any(id(line) in self.pending_statements for line in stand_ins.values()):
+                # A line rule dropped a statement, so the replacements no longer line up: fail the
+                # file rather than report an edit that is not made.
+                raise InternalError("a line rule and a statement rule both rewrote one line of several statements")
+            return None
+        in_suite = isinstance(original, cst.SimpleStatementSuite)
+        statements: list[cst.BaseStatement] = []
+        changed = False
+        for index, small in enumerate(updated.body):
+            line = cst.SimpleStatementLine(body=[small.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)])
+            stand_in = stand_ins.get(index)
+            if stand_in is not None and in_suite:
+                line = self._leave_stand_in(stand_in, line)
+            replacement = self.pending_statements.pop(id(stand_in), None)
+            if replacement is None and line.body[0] is not small:
+                replacement = [line]
+            changed = changed or replacement is not None
+            statements.extend([line] if replacement is None else replacement)
+        return statements if changed else None
+
+    def _leave_stand_in(self, stand_in: cst.SimpleStatementLine, line: cst.SimpleStatementLine):
+        """The rules' ``leave_SimpleStatementLine`` hooks, for a statement of a one-line suite."""
+        hook = "leave_SimpleStatementLine"
+        for rule in self.index.hooks.get(hook, ()):
+            result = self._apply(rule, hook, stand_in, line)
+            if not isinstance(result, cst.SimpleStatementLine):
+                break
+            line = result
+        return line
+
+    def _replace_in_suite(self, original: cst.SimpleStatementSuite, updated: cst.SimpleStatementSuite):
+        """``if x: f()``: the suite keeps its one-line form while every statement stays simple
+        (``pass`` when none is left); a compound replacement turns it into an indented block."""
+        statements = self._replaced_small_statements(original, updated)
+        if statements is None:
+            return updated
+        small = _small_statements(statements)
+        if small is not None:
+            return updated.with_changes(body=small or [cst.Pass()])
+        return cst.IndentedBlock(header=updated.trailing_whitespace, body=statements)
+
+    def _replace_in_line(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
+        """``a(); f()``: one line while every statement stays simple, else one line per statement."""
+        statements = self._replaced_small_statements(original, updated)
+        if statements is None:
+            return updated
+        small = _small_statements(statements)
+        if small is not None:
+            return self._replace_line(updated, [updated.with_changes(body=small)] if small else [])
+        return self._replace_line(updated, statements)
 
     def _drop_deleted_lines(self, block):
         if not self.deleted_lines or not any(id(s) in self.deleted_lines for s in block.body):
@@ -432,6 +596,17 @@ class _LineEndTags(cst.CSTTransformer):
         return _tagged(updated, self.tags.get(id(original)))
 
 
+def _small_statements(statements: list[cst.BaseStatement]) -> list[cst.BaseSmallStatement] | None:
+    """The small statements of ``statements`` when all are plain one-line statements without
+    comments of their own (they then fit on one line, joined by semicolons), else None."""
+    small: list[cst.BaseSmallStatement] = []
+    for statement in statements:
+        if not isinstance(statement, cst.SimpleStatementLine) or any(line.comment for line in statement.leading_lines):
+            return None
+        small.extend(s.with_changes(semicolon=cst.MaybeSentinel.DEFAULT) for s in statement.body)
+    return small
+
+
 class _Requote(cst.CSTTransformer):
     def __init__(self, banned: set[str]) -> None:
         super().__init__()
@@ -482,19 +657,6 @@ def _with_comments(node, comments: list[str]):
     return node.with_changes(leading_lines=[*node.leading_lines, *new_lines])
 
 
-def _without_header_repeats(module: cst.Module) -> cst.Module:
-    """Comments above a file's first statement parse as the module header, so on a second run the
-    markers given to that statement are there already: drop the repeats (keeps the fixpoint)."""
-    if not module.body or not module.header or not hasattr(module.body[0], "leading_lines"):
-        return module
-    header = {line.comment.value.strip() for line in module.header if line.comment is not None}
-    first = module.body[0]
-    lines = [line for line in first.leading_lines if line.comment is None or line.comment.value.strip() not in header]
-    if len(lines) == len(first.leading_lines):
-        return module
-    return module.with_changes(body=[first.with_changes(leading_lines=lines), *module.body[1:]])
-
-
 def _code_of_result(result) -> str:
     if isinstance(result, cst.FlattenSentinel):
         return "".join(code_of(n) for n in result.nodes)
@@ -530,10 +692,13 @@ def migrate_python(
         new_module, removed = import_edits.remove_unused_legacy_imports(new_module, plan.legacy_prefixes)
         _report_removed_imports(ctx, plan, transformer.import_statements, removed)
         changed = changed or bool(removed)
-    if ctx.imports_needed and changed:
-        new_module = import_edits.add_imports(new_module, list(ctx.imports_needed.values()))
-    if ctx.setup and changed:
-        new_module = import_edits.add_setup(new_module, ctx.setup)
+    # What only lazily imported code needs went into that code's block (see FileContext.is_lazy).
+    imports = [request for key, request in ctx.imports_needed.items() if not ctx.is_lazy(key)]
+    setup = {code: why for code, why in ctx.setup.items() if not ctx.is_lazy(code)}
+    if imports and changed:
+        new_module = import_edits.add_imports(new_module, imports)
+    if setup and changed:
+        new_module = import_edits.add_setup(new_module, setup)
     code = new_module.code
     if code != source:
         _check_parses(code, path, ctx.findings)

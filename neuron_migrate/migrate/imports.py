@@ -163,6 +163,14 @@ class _LegacyImportRemover(cst.CSTTransformer):
     def visit_If(self, node: cst.If) -> bool:
         return not self.is_shim(node)
 
+    def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock):
+        # A block whose first lines were removed imports does not start with a blank line.
+        if not updated.body or not original.body or not _is_import_line(original.body[0]):
+            return updated
+        if updated.body[0].deep_equals(original.body[0]):
+            return updated
+        return updated.with_changes(body=[_without_leading_blanks(updated.body[0]), *updated.body[1:]])
+
     def leave_Import(self, original, updated: cst.Import):
         keep = []
         for alias in updated.names:
@@ -214,12 +222,15 @@ def remove_unused_legacy_imports(module: cst.Module, legacy_prefixes: tuple[str,
     cleaned = module.visit(remover)
     if cleaned.body and module.body and cleaned.body[0] is not module.body[0]:
         # The file's first lines were removed imports: do not leave it starting with blank lines.
-        first = cleaned.body[0]
-        lines = list(first.leading_lines)
-        while lines and lines[0].comment is None:
-            lines.pop(0)
-        cleaned = cleaned.with_changes(body=[first.with_changes(leading_lines=lines), *cleaned.body[1:]])
+        cleaned = cleaned.with_changes(body=[_without_leading_blanks(cleaned.body[0]), *cleaned.body[1:]])
     return cleaned, remover.removed
+
+
+def _without_leading_blanks(stmt):
+    lines = list(stmt.leading_lines)
+    while lines and lines[0].comment is None:
+        lines.pop(0)
+    return stmt.with_changes(leading_lines=lines)
 
 
 # Guards that mean "this branch only runs on the legacy stack"; the code inside is reported once
@@ -250,12 +261,17 @@ def add_imports(module: cst.Module, requests) -> cst.Module:
     if not requests:
         return module
     module, remaining = _extend_from_imports(module, requests)
-    # Sorted by module, whichever import form, the way isort's force_sort_within_sections does.
-    statements = sorted({_statement(group) for group in _grouped(remaining)}, key=_module_key)
+    statements = import_lines(remaining)
     if not statements:
         return module
     new = [cst.parse_statement(s + "\n") for s in statements]
     return _insert_after_imports(module, new)
+
+
+def import_lines(requests) -> list[str]:
+    """The import statements for ``requests``, one ``from`` line per module, sorted by module
+    whichever the import form, the way isort's force_sort_within_sections does."""
+    return sorted({_statement(group) for group in _grouped(requests)}, key=_module_key)
 
 
 def add_setup(module: cst.Module, setup: dict[str, str]) -> cst.Module:
@@ -303,6 +319,9 @@ def _insert_after_imports(module: cst.Module, new: list[cst.BaseStatement], posi
     body = list(module.body)
     if position is None:
         position = _insert_position(body)
+    if position and _is_docstring(body[position - 1]) and not new[0].leading_lines:
+        # Nothing was imported yet: keep a blank line under the docstring.
+        new = [new[0].with_changes(leading_lines=[cst.EmptyLine()]), *new[1:]]
     rest = body[position:]
     if rest and not _is_import_line(rest[0]) and not any(line.comment is None for line in rest[0].leading_lines):
         # Keep the import block visually apart from the code it now sits on (PEP 8: two lines
@@ -341,18 +360,34 @@ def _extend_from_imports(module: cst.Module, requests):
             wanted.setdefault(request.module, []).append(request.name)
     if not wanted:
         return module, list(requests)
-    extended: set[str] = set()
+    first_use = _first_uses(module, {name for names in wanted.values() for name in names})
+    extended: set[tuple[str, str]] = set()
     body = []
-    for stmt in module.body:
+    for index, stmt in enumerate(module.body):
         if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
             small = stmt.body[0]
             target = _extendable_module(small)
-            if target in wanted and target not in extended:
-                extended.add(target)
-                stmt = stmt.with_changes(body=[_with_names(small, wanted[target])])
+            # Only a line that runs before the name's first use can provide it.
+            names = [n for n in wanted.get(target, ()) if (target, n) not in extended and first_use.get(n, index + 1) > index]
+            if names:
+                extended.update((target, n) for n in names)
+                stmt = stmt.with_changes(body=[_with_names(small, names)])
         body.append(stmt)
-    remaining = [r for r in requests if not (r.name and not r.alias and r.module in extended)]
+    remaining = [r for r in requests if not (r.name and not r.alias and (r.module, r.name) in extended)]
     return module.with_changes(body=body), remaining
+
+
+def _first_uses(module: cst.Module, names: set[str]) -> dict[str, int]:
+    """The index of the first top-level statement of ``module`` that reads each of ``names``."""
+    first: dict[str, int] = {}
+    for index, stmt in enumerate(module.body):
+        if _is_import_line(stmt):
+            continue
+        finder = _UsedNames()
+        stmt.visit(finder)
+        for name in (finder.names & names) - first.keys():
+            first[name] = index
+    return first
 
 
 def _extendable_module(small) -> str:

@@ -375,6 +375,7 @@ class TracedArtifacts(Rule):
             ),
         ),
     )
+    follow_up_todos = True
     calls = {"torch.jit.save": "save", "torch.jit.load": "load"}
 
     def save(self, original: cst.Call, updated: cst.Call, qname: str):

@@ -1260,6 +1260,7 @@ class CompiledModelSave(NeuronLoaderRule):
             ),
         ),
     )
+    follow_up_todos = True
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
         if not self.ctx.facts.get(LOADER_REGISTRY) or not isinstance(original.func, cst.Attribute):

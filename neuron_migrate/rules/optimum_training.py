@@ -1053,6 +1053,7 @@ class NeuronTrainingArgumentsToTrainingArguments(ArgumentsRule):
             ),
         ),
     )
+    follow_up_todos = True
     targets = ARGUMENTS
     calls, references = RenameRule.tables(ARGUMENTS, "rename_call")
 
@@ -1267,6 +1268,7 @@ class NeuronAcceleratorToAccelerate(RenameRule):
             ),
         ),
     )
+    follow_up_todos = True
     targets = ACCELERATE
     calls, references = RenameRule.tables(ACCELERATE, "rename_call", methods=("_reset_state",))
 
@@ -1458,6 +1460,7 @@ class TrainingModelFromPretrained(Rule):
             ),
         ),
     )
+    follow_up_todos = True
     calls: ClassVar[dict[str, str]] = {
         **dict.fromkeys(FROM_PRETRAINED, "from_pretrained"),
         **dict.fromkeys(TRN_CONFIG, "fold_inline"),
@@ -1674,6 +1677,7 @@ class TrnConfigAttribute(Rule):
             ),
         ),
     )
+    follow_up_todos = True
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
         if original.attr.value != "trn_config" or not isinstance(original.value, cst.Name):

@@ -534,6 +534,7 @@ class MpDeviceLoaderRemoval(_DeviceLoaderRule):
             ),
         ),
     )
+    follow_up_todos = True
     calls = {MP_DEVICE_LOADER: "plain_loader"}
     LOADER = "MpDeviceLoader"
 

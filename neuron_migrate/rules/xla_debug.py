@@ -138,7 +138,7 @@ class XlaProfilerManual(Rule):
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
         if id(original) not in self.unused_servers:
             return updated
-        self.ctx.todo(f"profiler server removed: {_PROFILE_STEPS}")
+        self.ctx.todo(f"profiler server: {_PROFILE_STEPS}")
         return StatementReplacement([])
 
     def _server_is_unused(self, call: cst.Call) -> bool:

@@ -204,10 +204,13 @@ class DistributedRule(Rule):
         legacy = {
             node.value
             for arg in original.args
+            if not self.ctx.any_qualified_name(arg.value, REDUCE_CONSTANTS.keys())
             for node in name_nodes(arg.value)
             if any(_is_legacy(q) for q in self.ctx.qualified_names(node))
         }
-        return bool(legacy) and any(legacy & names_in(arg.value) for arg in updated.args)
+        # A reduce constant stays as it is inside the call (see NM127); the rule spells the op itself.
+        kept = (arg for arg in updated.args if not _is_reduce_constant_code(arg.value))
+        return bool(legacy) and any(legacy & names_in(arg.value) for arg in kept)
 
 
 class InsideFStrings(DistributedRule):
@@ -546,8 +549,27 @@ class ReduceConstantToReduceOp(DistributedRule):
     )
     references = {name: "to_reduce_op" for name in REDUCE_CONSTANTS}
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        # ids of the argument values of legacy calls: a constant there belongs to that call
+        self.legacy_call_args: set[int] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if any(_is_legacy(q) for q in self.ctx.qualified_names(node.func)):
+            self.legacy_call_args.update(id(arg.value) for arg in node.args)
+
     def to_reduce_op(self, original, updated, qname: str):
+        if id(original) in self.legacy_call_args:
+            # The call's own rule migrates the op with it, or leaves call and op to a human as one:
+            # a ReduceOp inside a legacy call would be wrong for the legacy API.
+            self.ctx.answered_by_enclosing_call()
+            return updated
         return keep_parens(self.ctx.expr(f"{self.dist}.ReduceOp.{REDUCE_CONSTANTS[qname]}"), updated)
+
+
+def _is_reduce_constant_code(node: cst.BaseExpression) -> bool:
+    """``xm.REDUCE_SUM`` (any module alias): a constant left in place inside a legacy call."""
+    return isinstance(node, cst.Attribute) and f"{XM}.{node.attr.value}" in REDUCE_CONSTANTS
 
 
 @register
@@ -844,7 +866,7 @@ def initialises_process_group(ctx) -> bool:
 
 @register
 class XlaBackendToNeuron(DistributedRule):
-    """dist.init_process_group("xla", init_method="xla://") -> dist.init_process_group("neuron").
+    """dist.init_process_group("xla", init_method="xla://" or "pjrt://") -> dist.init_process_group("neuron").
 
     The workers of xmp.spawn / torch_xla.launch reduced gradients and ran collectives without any
     process group; on TorchNeuron they need one, so the worker function starts by joining it (once:
@@ -858,7 +880,7 @@ class XlaBackendToNeuron(DistributedRule):
         risks=frozenset({"launch", "collectives"}),
         summary=(
             'TorchNeuron registers the "neuron" backend; under torchrun the default env:// init method '
-            "replaces xla://, and the side-effect import of torch_xla.distributed.xla_backend goes. A worker "
+            "replaces xla:// and pjrt://, and the side-effect import of torch_xla.distributed.xla_backend goes. A worker "
             "started by xmp.spawn / torch_xla.launch initialises the process group at its start when "
             "torchrun launched it."
         ),
@@ -878,6 +900,8 @@ class XlaBackendToNeuron(DistributedRule):
     )
     calls = {name: "to_neuron_backend" for name in INIT_PROCESS_GROUP}
     PARAMS = ("backend", "init_method")
+    # init methods only the XLA runtime understands; torchrun's env:// is the default that replaces them
+    XLA_INIT_METHODS = ("xla://", "pjrt://")
 
     def to_neuron_backend(self, original: cst.Call, updated: cst.Call, qname: str):
         call = self._neuron_call(updated)
@@ -920,7 +944,7 @@ class XlaBackendToNeuron(DistributedRule):
                 quote = arg.value.value[-1] if isinstance(arg.value, cst.SimpleString) else '"'
                 args[index] = arg.with_changes(value=cst.SimpleString(f"{quote}neuron{quote}"))
                 changed = True
-            elif name == "init_method" and isinstance(value, str) and value.startswith("xla://"):
+            elif name == "init_method" and isinstance(value, str) and value.startswith(self.XLA_INIT_METHODS):
                 if arg.keyword is None and len(positional) > 2:
                     # Positional arguments follow: keep the slot, let env:// be the default.
                     args[index] = arg.with_changes(value=cst.Name("None"))
@@ -993,11 +1017,10 @@ class OtherCollectives(DistributedRule):
                 "shard = xm.reduce_scatter(xm.REDUCE_SUM, grad, 1.0, 0, world_size)\n"
             ),
             after=(
-                "import torch_xla.core.xla_model as xm\n"
-                "import torch.distributed as dist\n\n"
+                "import torch_xla.core.xla_model as xm\n\n"
                 "# TODO(neuron-migrate NM129): use `dist.reduce_scatter_single(out, input, op=dist.ReduceOp.SUM)` "
                 "(scatters dim 0 into world_size parts; move `scatter_dim` to dim 0 first), then `out.mul_(scale)`\n"
-                "shard = xm.reduce_scatter(dist.ReduceOp.SUM, grad, 1.0, 0, world_size)\n"
+                "shard = xm.reduce_scatter(xm.REDUCE_SUM, grad, 1.0, 0, world_size)\n"
             ),
         ),
     )
@@ -1262,6 +1285,7 @@ class SpmdManual(DistributedRule):
             ),
         ),
     )
+    follow_up_todos = True
     calls = {name: "next_step" for name in SPMD_STEPS}
     references = {name: "next_step" for name in SPMD_STEPS}
 
