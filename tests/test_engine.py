@@ -255,3 +255,13 @@ def test_a_dropped_marker_is_reported(migrate):
     [finding] = result.findings
     assert (finding.rule, finding.applied, finding.span.line) == ("NM129", True, 2)
     assert finding.before.startswith("# TODO(neuron-migrate NM129)") and "removed" in finding.message
+
+
+def test_an_ignored_rule_leaves_its_code_without_a_no_equivalent_marker():
+    from neuron_migrate.migrate.engine import RulePlan, migrate_python
+
+    source = "import torch_xla.core.xla_model as xm\n\nxm.mark_step()\nkind = xm.xla_device_kind()\n"
+    result = migrate_python(source, "t.py", RulePlan.build(ignore=("NM110",)))
+    # mark_step has a migration (NM110), turned off: no NM100 claims there is none; the unknown API keeps its TODO
+    assert [(f.rule, f.span.line) for f in result.findings if f.rule == "NM100"] == [("NM100", 4)]
+    assert "xm.mark_step()\n" in result.code and result.code.count("TODO(neuron-migrate NM100)") == 1

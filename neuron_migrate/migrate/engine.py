@@ -17,7 +17,7 @@ from libcst.metadata import MetadataWrapper
 from neuron_migrate.migrate import imports as import_edits
 from neuron_migrate.migrate.context import FileContext, code_of, is_import_line, root_name, site_todo_rule
 from neuron_migrate.report.model import Finding, Span
-from neuron_migrate.rules.base import Rule, RuleIndex, StatementReplacement, select_rules
+from neuron_migrate.rules.base import Rule, RuleIndex, StatementReplacement, all_rules, select_rules
 
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 # small statements whose value may be a call that a rule replaces as a whole statement
@@ -57,6 +57,9 @@ class RulePlan:
     unused_import: type[Rule] | None = None
     # ids of the rules whose stale TODO markers a rerun drops (see _without_stale_markers)
     droppable_todos: frozenset[str] = frozenset()
+    # qualified names that a rule left out of this run (--ignore, --select) would handle: their uses get no
+    # NM100 "no equivalent known" marker, since one is known and was turned off
+    deselected_names: frozenset[str] = frozenset()
 
     @classmethod
     def build(cls, select=(), ignore=()) -> RulePlan:
@@ -64,6 +67,7 @@ class RulePlan:
 
         chosen = select_rules(select, ignore)
         by_id = {rule.meta.id: rule for rule in chosen}
+        left_out = [rule for rule in all_rules() if rule.meta.id not in by_id and rule.meta.kind == "python"]
         return cls(
             index=RuleIndex.build(chosen),
             legacy_prefixes=LEGACY_MODULES,
@@ -73,6 +77,7 @@ class RulePlan:
             droppable_todos=frozenset(
                 rule.meta.id for rule in chosen if rule.meta.kind == "python" and not rule.follow_up_todos
             ),
+            deselected_names=frozenset(name for rule in left_out for name in (*rule.calls, *rule.references)),
         )
 
     def triggers(self) -> tuple[bytes, ...]:
@@ -104,6 +109,7 @@ class MigrationTransformer(cst.CSTTransformer):
         self.shim_rule = plan.shim
         self.roots = plan.roots
         self.droppable_todos = plan.droppable_todos
+        self.deselected_names = plan.deselected_names
         self.metas = {rule.meta.id: rule.meta for rule in plan.index.rules}
         self.call_funcs: set[int] = set()
         self.inner_attrs: set[int] = set()
@@ -512,7 +518,7 @@ class MigrationTransformer(cst.CSTTransformer):
             if ref.statement is not statement:
                 remaining.append(ref)
                 continue
-            if self._handled(self.ctx.span(ref.node)):
+            if self._handled(self.ctx.span(ref.node)) or self._turned_off(ref.qname):
                 continue
             rule = self.leftover_rule
             self.ctx.begin(rule.meta)
@@ -525,6 +531,10 @@ class MigrationTransformer(cst.CSTTransformer):
                 self.ctx.end()
             self.handled_spans.append(self.ctx.span(ref.node))
         self.legacy_refs = remaining
+
+    def _turned_off(self, qname: str) -> bool:
+        names = self.deselected_names
+        return bool(names) and (qname in names or any(qname.startswith(n + ".") for n in names))
 
     def _handled(self, span: Span) -> bool:
         start, end = (span.line, span.column), (span.end_line, span.end_column)
