@@ -24,8 +24,9 @@ from neuron_migrate.report.model import (
     FileResult,
     Finding,
     Report,
+    position,
 )
-from neuron_migrate.report.render import RISK_GUIDANCE, diff_lines, diff_stats, is_web, location, position
+from neuron_migrate.report.render import RISK_GUIDANCE, diff_lines, diff_stats, is_web, location
 
 STYLE = """
 :root {
