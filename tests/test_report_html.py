@@ -113,7 +113,8 @@ def test_needs_a_human_is_grouped_by_file():
     text = page()
     section = text[text.index('<section id="manual">') : text.index('<section id="checklist">')]
     assert "Needs a human (2)" in section
-    groups = re.findall(r'<details class="file" open data-path="([^"]+)"><summary>.*?<span class="count">(.*?)</span>', section)
+    group = r'<details class="file" open data-path="([^"]+)"><summary>.*?<span class="count">(.*?)</span>'
+    groups = re.findall(group, section)
     assert groups == [("train.py", "1 item"), ("notebooks/explore.ipynb", "1 item")]
     rows = re.findall(r"<tr><td><code>(.*?)</code></td>", section)
     assert rows == ["7:12", "cell 3, 2:1"]

@@ -246,7 +246,9 @@ def needs_a_human(report: Report, rules: dict[str, dict[str, Any]]) -> str:
             f"<td>{prose(f.message)}{fix_line(f)}</td></tr>"
             for f in items
         )
-        jump = f'<a class="jump" href="#{anchors[path]}">All edits and the diff of this file</a>' if path in anchors else ""
+        jump = ""
+        if path in anchors:
+            jump = f'<a class="jump" href="#{anchors[path]}">All edits and the diff of this file</a>'
         blocks.append(
             f'<details class="file" open data-path="{esc(path)}"><summary><span class="path"><code>{esc(path)}</code>'
             f'</span> <span class="count">{len(items)} {plural(len(items), "item")}</span></summary><div class="body">'
@@ -314,7 +316,8 @@ def files(report: Report, rules: dict[str, dict[str, Any]]) -> str:
         '<input type="search" id="path-filter" placeholder="Filter files by path" aria-label="Filter files by path">'
         "</div>"
     )
-    return f'<section id="files"><h2>Files ({len(shown)})</h2>{filters}{"".join(file_block(fr, rules, anchors[fr.path]) for fr in shown)}</section>'
+    blocks = "".join(file_block(fr, rules, anchors[fr.path]) for fr in shown)
+    return f'<section id="files"><h2>Files ({len(shown)})</h2>{filters}{blocks}</section>'
 
 
 def file_block(fr: FileResult, rules: dict[str, dict[str, Any]], anchor: str) -> str:

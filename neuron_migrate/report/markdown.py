@@ -139,14 +139,13 @@ def findings_section(title: str, findings: list[Finding], rules: dict[str, dict[
     lines = [heading]
     for path, group in by_file(findings):
         file_heading = f"#### {code(path)}"
-        if not budget.take(file_heading):
-            budget.full = True
-        else:
-            lines += ["", file_heading, ""]
+        placed = False
         for f in group:
             item = finding_item(f, rules)
-            if budget.take(item):
-                lines.append(item)
+            # A file's heading goes in with its first item, never on its own.
+            if budget.take(item if placed else f"{file_heading}\n\n{item}"):
+                lines += [item] if placed else ["", file_heading, "", item]
+                placed = True
             else:
                 budget.full = True
                 budget.findings_left_out += 1
@@ -187,8 +186,8 @@ def files_table(report: Report, budget: Budget) -> str:
     lines = [header]
     for fr in rows:
         review = sum(1 for f in fr.edits if f.safety == REVIEW)
-        row = f"| {cell(code(fr.path))} | {fr.status} | {len(fr.edits)} | {review} | {len(fr.manual)} | {line_counts(fr)} |"
-        # A row costs its line, not a blank line: take() charges two characters more than needed.
+        counts = f"{len(fr.edits)} | {review} | {len(fr.manual)} | {line_counts(fr)}"
+        row = f"| {cell(code(fr.path))} | {fr.status} | {counts} |"
         if budget.take(row):
             lines.append(row)
         else:
