@@ -165,21 +165,25 @@ def as_audit_finding(finding: Finding) -> Finding:
 
 
 def merge_runtime(report: Report, runtime: Sequence[Finding]) -> Report:
-    """Add runtime findings: one with the fingerprint of a static finding confirms it, the others
-    are runtime-only evidence."""
-    by_fingerprint = {f.fingerprint: f for f in report.findings}
+    """Add runtime findings: one about the same line and rule as a static finding confirms it, the
+    others are runtime-only evidence. Fingerprints are then counted again, over both."""
+    static = {_line_key(f): f for f in report.findings}
     files = {fr.path: fr for fr in report.files}
     for finding in runtime:
-        twin = by_fingerprint.get(finding.fingerprint)
+        twin = static.get(_line_key(finding))
         if twin is not None:
             twin.evidence = STATIC_AND_RUNTIME
             seen = finding.message if finding.message.startswith("confirmed") else f"confirmed by the run: {finding.message}"
             twin.message = f"{twin.message} ({seen})"
             continue
         files.setdefault(finding.path, FileResult(finding.path)).findings.append(finding)
-        by_fingerprint[finding.fingerprint] = finding
+        static[_line_key(finding)] = finding
     report.files = sorted(files.values(), key=lambda r: r.path)
-    return report
+    return report.number_findings()
+
+
+def _line_key(finding: Finding) -> tuple:
+    return (finding.rule, finding.path, finding.cell, finding.span.line)
 
 
 # ----- gates --------------------------------------------------------------------------------------
@@ -198,6 +202,7 @@ def exit_code(report: Report, fail_on: str) -> int:
 def apply_baseline(report: Report, path: Path) -> int:
     """Mark findings recorded in the baseline as suppressed; returns how many were."""
     known = load_baseline(path)
+    report.number_findings()
     count = 0
     for finding in report.findings:
         if finding.fingerprint in known and not finding.suppressed:
@@ -218,6 +223,7 @@ def load_baseline(path: Path) -> set[str]:
 
 def write_baseline(report: Report, path: Path) -> int:
     """Record every unsuppressed finding; returns how many."""
+    report.number_findings()
     findings = {
         f.fingerprint: {"rule": f.rule, "path": f.path, "line": f.span.line, "code": f.before}
         for f in report.findings

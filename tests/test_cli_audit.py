@@ -113,6 +113,17 @@ def test_baseline_is_a_ratchet(cli):
     assert cli("train.py", "--baseline", "nm-baseline.json").exit_code == 0
 
 
+def test_a_copied_line_is_new_to_the_baseline(cli):
+    write("train.py", LEGACY)
+    assert cli("train.py", "--baseline", "nm-baseline.json").exit_code == 0
+    # The same call copied further down is a second finding, not the known one.
+    write("train.py", "import os\n" + LEGACY + "evaluate()\nxm.mark_step()\n")
+    again = cli("train.py", "--baseline", "nm-baseline.json")
+    assert again.exit_code == 1, again.output
+    assert "train.py:6:1: NM110" in again.output and "train.py:4:1" not in again.output
+    assert "2 known findings not reported" in again.output  # the import and the first call
+
+
 def test_a_broken_baseline_is_a_usage_error(cli):
     write("train.py", HAZARD)
     write("bad.json", "{not json")

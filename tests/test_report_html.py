@@ -109,11 +109,18 @@ def test_not_processed_files():
     assert "<code>vendor/lib.py</code>" in section and "excluded by config" in section
 
 
-def test_needs_a_human():
-    section = between(page(), '<section id="manual">', "</section>")
+def test_needs_a_human_is_grouped_by_file():
+    text = page()
+    section = text[text.index('<section id="manual">') : text.index('<section id="checklist">')]
     assert "Needs a human (2)" in section
+    group = r'<details class="file" open data-path="([^"]+)"><summary>.*?<span class="count">(.*?)</span>'
+    groups = re.findall(group, section)
+    assert groups == [("train.py", "1 item"), ("notebooks/explore.ipynb", "1 item")]
     rows = re.findall(r"<tr><td><code>(.*?)</code></td>", section)
-    assert rows == ["train.py:7:12", "notebooks/explore.ipynb:2:1 (cell 3)"]
+    assert rows == ["7:12", "cell 3, 2:1"]
+    # Each group links to the file's section, where its diff is.
+    train_id = re.search(r'<details class="file" id="(file-\d+)" open data-path="train.py">', text)[1]
+    assert f'<a class="jump" href="#{train_id}">' in section
     assert "<strong>Fix:</strong> Use <code>torch.neuron.get_device_name()</code> if a x &lt; y check needs it." in section
     assert '<a href="#rule-NM100" title="legacy API without an automatic migration">NM100</a>' in section
 
@@ -128,7 +135,7 @@ def test_reviewer_checklist():
 
 def test_file_sections_with_findings_and_diff():
     text = page()
-    train = between(text, '<details class="file" open data-path="train.py">', "</details>")
+    train = between(text, '<details class="file" id="file-1" open data-path="train.py">', "</details>")
     assert '<span class="badge changed">changed</span> 2 edits, 1 manual' in train
     # Findings sorted by position, each tagged for the filters.
     assert re.findall(r'<tr data-safety="(\w+)"', train) == ["review", "safe", "manual", "safe"]
@@ -145,8 +152,9 @@ def test_file_sections_with_findings_and_diff():
         '+    <span class="tok-mark"># neuron-migrate(NM130): check the reduced value is what the old code expected</span>'
         in train
     )
-    notebook = between(text, 'data-path="notebooks/explore.ipynb"', "</details>")
-    assert "notebooks/explore.ipynb:2:1 (cell 3)" in notebook
+    files = text[text.index('<section id="files">') :]
+    notebook = between(files, 'data-path="notebooks/explore.ipynb"', "</details>")
+    assert "<code>cell 3, 2:1</code>" in notebook
     assert 'class="diff"' not in notebook
     assert 'data-path="clean.py"' not in text
 
@@ -195,3 +203,52 @@ def test_page_script_runs_under_its_own_policy(tmp_path):
     # The filter bar starts hidden and only the page's script shows it: the CSP hash let it run.
     assert re.search(r'<div class="filters" id="filters">', dom), dom[:2000]
     assert "<script>alert" not in dom
+
+
+def wide_report():
+    """Paths and code lines far longer than a window is wide, as in real monorepos."""
+    report = sample_report()
+    deep = "/".join(f"very_long_package_name_{n}" for n in range(8)) + "/train_with_a_very_long_module_name.py"
+    for fr in report.files:
+        fr.path = f"{deep[:-3]}_{fr.path.replace('/', '_')}"
+        for f in fr.findings:
+            f.path = fr.path
+            f.before = f.before + " + " + "x" * 300 if f.before else f.before
+    report.files[0].diff = report.files[0].diff.replace("kind = xm.xla_device_kind()", "kind = " + "y" * 400)
+    return report
+
+
+MEASURE = (
+    "<script>document.body.setAttribute('data-measured', "
+    "document.documentElement.scrollWidth + 'x' + document.documentElement.clientWidth);</script>"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [1400, 800])
+def test_the_page_never_scrolls_sideways(tmp_path, width):
+    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if browser is None:
+        pytest.skip("no Chromium on PATH")
+    text = page(wide_report())
+    # The page's policy only lets its own script run: the measuring copy drops it and adds a script
+    # that writes the page's scroll width next to the window's width into the DOM.
+    measured = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", text).replace("</body>", MEASURE + "</body>")
+    target = tmp_path / "wide.html"
+    target.write_text(measured, encoding="utf-8")
+    flags = [
+        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={width},1000",
+    ]
+    dom = subprocess.run([browser, *flags, "--dump-dom", target.as_uri()],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    match = re.search(r'data-measured="(\d+)x(\d+)"', dom)
+    assert match, dom[:2000]
+    scroll, client = int(match[1]), int(match[2])
+    assert 0 < client <= width
+    assert scroll <= client, f"the page is {scroll} px wide in a {client} px window"
+    # The screenshot a reviewer would see, kept next to the test's files when it fails.
+    subprocess.run([browser, *flags, f"--screenshot={tmp_path / 'wide.png'}", target.as_uri()],
+                   capture_output=True, timeout=120, check=True)
+    assert (tmp_path / "wide.png").stat().st_size > 0

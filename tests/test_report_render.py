@@ -196,3 +196,54 @@ def test_diff_lines_number_lines_and_do_not_mistake_removed_dashes_for_headers()
     assert [(line.old, line.new) for line in lines[3:7]] == [(3, 3), (4, None), (5, None), (None, 4)]
     assert diff_stats(diff) == (1, 2)
     assert diff_stats(TRAIN_DIFF) == (4, 3)
+
+
+def test_dockerfile_snippets_quote_the_file(tmp_path):
+    """The Dockerfile adapter reads a view where other instructions are masked; reports show the real text."""
+    from neuron_migrate.config import load_config
+    from neuron_migrate.migrate.runner import run
+
+    base = "FROM public.ecr.aws/neuron/pytorch-training-neuronx:2.1.2"
+    (tmp_path / "Dockerfile").write_text(f"{base}\nRUN pip install torch-neuronx\n", encoding="utf-8")
+    report = run([tmp_path], load_config([tmp_path], jobs=1, cache=False), mode="check")
+    quoted = [f.before for f in report.findings]
+    assert base in quoted, quoted
+    for fmt in ("json", "sarif", "html", "md"):
+        text = render(report, fmt)
+        assert "#ROM" not in text, fmt
+    assert base in render(report, "sarif") and base in render(report, "json")
+
+
+def test_every_renderer_counts_needs_a_human_the_same():
+    """One list in the model: manual findings and applied edits that left a TODO, never review edits."""
+    import io
+    import json
+    import re
+
+    from neuron_migrate.report import terminal
+
+    report = sample_report()
+    train = report.files[0]
+    # An applied edit that left a TODO (a removed requirement to port by hand) is work for a human too.
+    train.findings.append(Finding("NM100", "requirement removed", "train.py", Span(20, 1, 20, 9), MANUAL, True,
+                                  before="torch-xla"))
+    expected = len(report.needs_a_human())
+    assert expected == 3 and report.totals()["review"] == 1
+
+    rich = io.StringIO()
+    terminal.Terminal(rich, io.StringIO(), plain=False).show(report)
+    plain = io.StringIO()
+    terminal.Terminal(plain, io.StringIO(), plain=True).show(report)
+    counts = {
+        "terminal": int(re.search(r"Needs a human\D*\((\d+)\)", rich.getvalue())[1]),
+        "terminal table": int(re.search(r"manual\s+(\d+)", rich.getvalue())[1]),
+        "plain": int(re.search(r"manual: (\d+)", plain.getvalue())[1]),
+        "quiet": int(re.search(r"(\d+) manual", terminal.summary_line(report))[1]),
+        "json": json.loads(render(report, "json"))["totals"]["manual"],
+        "sarif": json.loads(render(report, "sarif"))["runs"][0]["properties"]["totals"]["manual"],
+        "markdown": int(re.search(r"### Needs a human \((\d+)\)", render(report, "md"))[1]),
+        "markdown totals": int(re.search(r"(\d+) manual", render(report, "md"))[1]),
+        "html": int(re.search(r"Needs a human \((\d+)\)", render(report, "html"))[1]),
+        "html card": int(re.search(r'<div class="n">(\d+)</div><div class="label">Manual', render(report, "html"))[1]),
+    }
+    assert counts == dict.fromkeys(counts, expected)

@@ -199,3 +199,66 @@ def test_every_uri_is_well_formed():
     assert len(values) > 10
     for value in values:
         assert URI_CHARS.match(value), value
+
+
+def uris(log: dict) -> list[str]:
+    run = log["runs"][0]
+    found = [r["locations"][0]["physicalLocation"]["artifactLocation"] for r in run["results"]]
+    for note in run["invocations"][0].get("toolExecutionNotifications", []):
+        found.append(note["locations"][0]["physicalLocation"]["artifactLocation"])
+    return [f["uri"] for f in found]
+
+
+def test_uris_are_relative_to_the_repository_root_from_a_subfolder(tmp_path, monkeypatch):
+    (tmp_path / ".git").mkdir()
+    sub = tmp_path / "sub" / "dir"
+    sub.mkdir(parents=True)
+    monkeypatch.chdir(sub)
+    log = sarif()
+    jsonschema.Draft7Validator(SARIF_SCHEMA).validate(log)
+    assert "sub/dir/train.py" in uris(log) and "sub/dir/broken.py" in uris(log)
+    assert log["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]["uri"] == tmp_path.as_uri() + "/"
+    change = next(r for r in log["runs"][0]["results"] if "fixes" in r)["fixes"][0]["artifactChanges"][0]
+    assert change["artifactLocation"]["uri"].startswith("sub/dir/")
+
+
+def test_a_git_file_marks_a_worktree_root(tmp_path, monkeypatch):
+    (tmp_path / ".git").write_text("gitdir: elsewhere\n", encoding="utf-8")
+    (tmp_path / "pkg").mkdir()
+    monkeypatch.chdir(tmp_path / "pkg")
+    assert "pkg/train.py" in uris(sarif())
+
+
+def test_outside_a_repository_uris_are_relative_to_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    if any((folder / ".git").exists() for folder in (tmp_path, *tmp_path.parents)):
+        pytest.skip("the temporary folder is inside a git repository")
+    log = sarif()
+    assert "train.py" in uris(log)
+    assert log["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]["uri"] == tmp_path.as_uri() + "/"
+
+
+def test_paths_leading_out_of_the_repository_are_file_uris(tmp_path):
+    root = tmp_path / "repo"
+    assert artifact_location("../other/x.py", "sub", root) == {"uri": "other/x.py", "uriBaseId": "%SRCROOT%"}
+    assert artifact_location("../../other/x.py", "sub", root) == {"uri": (tmp_path / "other" / "x.py").as_uri()}
+    assert artifact_location("./a/../b.py", "sub", root) == {"uri": "sub/b.py", "uriBaseId": "%SRCROOT%"}
+
+
+def test_rewrite_and_audit_uploads_have_their_own_category():
+    report = sample_report()
+    assert sarif(report)["runs"][0]["automationDetails"] == {"id": "neuron-migrate/rewrite/"}
+    report.command = "audit"
+    log = sarif(report)
+    assert log["runs"][0]["automationDetails"] == {"id": "neuron-migrate/audit/"}
+    jsonschema.Draft7Validator(SARIF_SCHEMA).validate(log)
+
+
+def test_no_two_results_share_a_fingerprint():
+    report = sample_report()
+    train = report.files[0]
+    copy = next(f for f in train.findings if f.rule == "NM110" and not f.suppressed)
+    train.findings.append(Finding(copy.rule, copy.message, copy.path, Span(40, 5, 40, 19), copy.safety, True,
+                                  before=copy.before))
+    prints = [r["partialFingerprints"]["neuronMigrate/v1"] for r in sarif(report)["runs"][0]["results"]]
+    assert len(prints) == len(set(prints))

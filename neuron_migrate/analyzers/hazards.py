@@ -153,10 +153,12 @@ HAZARDS: dict[str, Hazard] = {
 SEVERITY_ORDER = {INFO: 0, WARNING: 1, ERROR: 2}
 
 
-def audit_fingerprint(rule: str, path: str, line_text: str) -> str:
-    """Fingerprint of an audit finding: rule, file and the text of the line it points at, so the
-    static check and the run that observes the same line agree, and moving code keeps it."""
-    return fingerprint(rule, path, line_text)
+def audit_fingerprint(rule: str, path: str, line_text: str, occurrence: int = 0) -> str:
+    """Fingerprint of an audit finding: rule, file, the text of the line it points at and which
+    copy of that text it is (``report.model.number_findings`` counts them once a file's findings
+    are all known), so the static check and the run that observes the same line agree, and moving
+    code keeps it."""
+    return fingerprint(rule, path, line_text, None, occurrence)
 
 
 def hazard_dict(hazard: Hazard) -> dict:

@@ -212,7 +212,21 @@ def migrate_dockerfile_text(text: str, path: str, plan: RulePlan, *, no_comments
     scripts = [(i.body_start, i.body_end) for i in dockerfile.instructions if i.form == "script"]
     old_values = {i.separator + 1 for i in dockerfile.instructions if i.separator >= 0}
     changes = [_as_instruction(edit, scripts, old_values) for edit in edits.edits()]
-    return apply_edits(text, changes, edits.protected()), edits.findings
+    return apply_edits(text, changes, edits.protected()), _quote_the_file(edits.findings, dockerfile)
+
+
+def _quote_the_file(findings: list, dockerfile: Dockerfile) -> list:
+    """Findings quote the code they are about from the view, where a masked keyword reads ``#ROM``:
+    quote the file instead (same positions), and fingerprint what was quoted."""
+    starts = [0] + [i + 1 for i, char in enumerate(dockerfile.text) if char == "\n"]
+    for finding in findings:
+        span = finding.span
+        start, end = starts[span.line - 1] + span.column - 1, starts[span.end_line - 1] + span.end_column - 1
+        real = " ".join(dockerfile.text[start:end].split())
+        if real != finding.before and finding.before == " ".join(dockerfile.view[start:end].split()):
+            finding.before, finding.fingerprint = real, ""
+            finding.finalize()
+    return findings
 
 
 def _ignore_comments_above(dockerfile: Dockerfile, edits: ShellEdits) -> None:

@@ -24,8 +24,9 @@ from neuron_migrate.report.model import (
     FileResult,
     Finding,
     Report,
+    position,
 )
-from neuron_migrate.report.render import RISK_GUIDANCE, diff_lines, diff_stats, is_web, location, position
+from neuron_migrate.report.render import RISK_GUIDANCE, diff_lines, diff_stats, is_web, location
 
 STYLE = """
 :root {
@@ -52,7 +53,11 @@ h2 { font-size: 18px; margin: 32px 0 12px; padding-bottom: 6px; border-bottom: 1
 h3 { font-size: 15px; margin: 20px 0 6px; }
 a { color: inherit; }
 code, pre, .code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12.5px; }
-pre { margin: 0; white-space: pre-wrap; word-break: break-word; }
+/* Paths and code lines have no spaces to break at: without this a long one widens the page. */
+code, pre, td, th, summary, li { overflow-wrap: anywhere; }
+/* A path breaks where the line ends rather than starting a line of its own. */
+summary .path code, ul.checks code, td:first-child > code { word-break: break-all; }
+pre { margin: 0; white-space: pre-wrap; }
 .meta, .muted { color: var(--muted); }
 .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(130px, 1fr)); gap: 12px; margin-top: 20px; }
 .card { border: 1px solid var(--line); border-radius: 8px; padding: 12px 16px; background: var(--panel); }
@@ -61,7 +66,9 @@ pre { margin: 0; white-space: pre-wrap; word-break: break-word; }
 .card.warn .n { color: var(--review); }
 .card.bad .n { color: var(--manual); }
 .card.good .n { color: var(--safe); }
-table { border-collapse: collapse; width: 100%; }
+table { border-collapse: collapse; width: 100%; table-layout: fixed; }
+col.where { width: 9em; } col.rule { width: 5.5em; } col.safety { width: 8em; } col.status { width: 6em; }
+col.change { width: 32%; } col.file { width: 35%; }
 th, td { text-align: left; vertical-align: top; padding: 6px 8px; border-bottom: 1px solid var(--line); }
 th { color: var(--muted); font-weight: 600; }
 .badge { display: inline-block; padding: 0 7px; border-radius: 10px; font-size: 12px; font-weight: 600;
@@ -80,11 +87,13 @@ details.file { border: 1px solid var(--line); border-radius: 8px; margin: 12px 0
 details.file > summary { cursor: pointer; padding: 10px 14px; background: var(--panel); list-style-position: inside; }
 details.file > summary .path { font-weight: 600; }
 details.file .body { padding: 8px 14px 14px; }
+details.file > summary .count { color: var(--muted); }
+.jump { display: block; margin-top: 6px; color: var(--muted); }
 .stat-add { color: var(--add-fg); } .stat-del { color: var(--del-fg); }
 table.diff { margin-top: 10px; border: 1px solid var(--line); }
 table.diff td { border: 0; padding: 0 8px; }
-table.diff td.num { width: 1%; min-width: 40px; text-align: right; color: var(--muted); user-select: none; }
-table.diff td.code { white-space: pre-wrap; word-break: break-word; }
+table.diff td.num { width: 4.5em; text-align: right; color: var(--muted); user-select: none; }
+table.diff td.code { white-space: pre-wrap; }
 table.diff tr.add td { background: var(--add-bg); }
 table.diff tr.add td.code { color: var(--add-fg); }
 table.diff tr.remove td { background: var(--del-bg); }
@@ -215,25 +224,58 @@ def not_processed(report: Report) -> str:
     return (
         '<section id="not-processed"><h2>Not processed</h2>'
         '<p class="muted">These files were left untouched.</p>'
-        f"<table><thead><tr><th>File</th><th>Status</th><th>Reason</th></tr></thead><tbody>{rows}</tbody></table>"
+        f'<table>{cols("file", "status", "")}<thead><tr><th>File</th><th>Status</th><th>Reason</th></tr></thead>'
+        f"<tbody>{rows}</tbody></table>"
         "</section>"
     )
 
 
 def needs_a_human(report: Report, rules: dict[str, dict[str, Any]]) -> str:
-    manual = [f for fr in report.files for f in sorted(fr.manual, key=position)]
+    """The work left to a human, one folded section per file with a link to the file's diff."""
+    manual = report.needs_a_human()
     if not manual:
         return ""
-    rows = "".join(
-        f"<tr><td><code>{esc(location(f))}</code></td><td>{rule_ref(f.rule, rules)}</td>"
-        f"<td>{prose(f.message)}{fix_line(f)}</td></tr>"
-        for f in manual
-    )
-    return (
-        f'<section id="manual"><h2>Needs a human ({len(manual)})</h2>'
-        f"<table><thead><tr><th>Where</th><th>Rule</th><th>What to do</th></tr></thead><tbody>{rows}</tbody>"
-        "</table></section>"
-    )
+    anchors = file_anchors(report)
+    groups: dict[str, list[Finding]] = {}
+    for f in manual:
+        groups.setdefault(f.path, []).append(f)
+    blocks = []
+    for path, items in groups.items():
+        rows = "".join(
+            f"<tr><td><code>{esc(where(f))}</code></td><td>{rule_ref(f.rule, rules)}</td>"
+            f"<td>{prose(f.message)}{fix_line(f)}</td></tr>"
+            for f in items
+        )
+        jump = ""
+        if path in anchors:
+            jump = f'<a class="jump" href="#{anchors[path]}">All edits and the diff of this file</a>'
+        blocks.append(
+            f'<details class="file" open data-path="{esc(path)}"><summary><span class="path"><code>{esc(path)}</code>'
+            f'</span> <span class="count">{len(items)} {plural(len(items), "item")}</span></summary><div class="body">'
+            f'<table>{cols("where", "rule", "")}<thead><tr><th>Where</th><th>Rule</th><th>What to do</th></tr></thead>'
+            f"<tbody>{rows}</tbody></table>{jump}</div></details>"
+        )
+    return f'<section id="manual"><h2>Needs a human ({len(manual)})</h2>{"".join(blocks)}</section>'
+
+
+def where(f: Finding) -> str:
+    """A position inside a file whose path is already the heading: ``line:col``, or ``cell N, line:col``."""
+    return f"{f.span.line}:{f.span.column}" if f.cell is None else f"cell {f.cell}, {f.span.line}:{f.span.column}"
+
+
+def cols(*names: str) -> str:
+    """Column widths for a fixed-layout table (a blank name takes the rest), so long paths or code
+    wrap inside their column instead of pushing the last one off the page."""
+    return "<colgroup>" + "".join(f'<col class="{n}">' if n else "<col>" for n in names) + "</colgroup>"
+
+
+def file_anchors(report: Report) -> dict[str, str]:
+    """Id of each file's section in the Files list."""
+    return {fr.path: f"file-{n}" for n, fr in enumerate(shown_files(report), start=1)}
+
+
+def shown_files(report: Report) -> list[FileResult]:
+    return [fr for fr in report.files if fr.findings or fr.diff]
 
 
 def checklist(report: Report) -> str:
@@ -256,9 +298,10 @@ def checklist(report: Report) -> str:
 
 
 def files(report: Report, rules: dict[str, dict[str, Any]]) -> str:
-    shown = [fr for fr in report.files if fr.findings or fr.diff]
+    shown = shown_files(report)
     if not shown:
         return ""
+    anchors = file_anchors(report)
     toggles = "".join(
         f'<label><input type="checkbox" data-toggle="{name}" checked> {label}</label>'
         for name, label in (
@@ -273,22 +316,23 @@ def files(report: Report, rules: dict[str, dict[str, Any]]) -> str:
         '<input type="search" id="path-filter" placeholder="Filter files by path" aria-label="Filter files by path">'
         "</div>"
     )
-    return f'<section id="files"><h2>Files ({len(shown)})</h2>{filters}{"".join(file_block(fr, rules) for fr in shown)}</section>'
+    blocks = "".join(file_block(fr, rules, anchors[fr.path]) for fr in shown)
+    return f'<section id="files"><h2>Files ({len(shown)})</h2>{filters}{blocks}</section>'
 
 
-def file_block(fr: FileResult, rules: dict[str, dict[str, Any]]) -> str:
+def file_block(fr: FileResult, rules: dict[str, dict[str, Any]], anchor: str) -> str:
     added, removed = diff_stats(fr.diff)
     counts = f'<span class="stat-add">+{added}</span> <span class="stat-del">−{removed}</span>' if fr.diff else ""
     summary = (
         f'<summary><span class="path"><code>{esc(fr.path)}</code></span> {badge(fr.status)} '
         f"{len(fr.edits)} {plural(len(fr.edits), 'edit')}, {len(fr.manual)} manual {counts}</summary>"
     )
-    parts = [f'<details class="file" open data-path="{esc(fr.path)}">{summary}<div class="body">']
+    parts = [f'<details class="file" id="{anchor}" open data-path="{esc(fr.path)}">{summary}<div class="body">']
     if fr.findings:
         rows = "".join(finding_row(f, rules) for f in sorted(fr.findings, key=position))
         parts.append(
-            "<table><thead><tr><th>Where</th><th>Rule</th><th>Safety</th><th>What</th><th>Change</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table>"
+            f'<table>{cols("where", "rule", "safety", "", "change")}<thead><tr><th>Where</th><th>Rule</th>'
+            f"<th>Safety</th><th>What</th><th>Change</th></tr></thead><tbody>{rows}</tbody></table>"
         )
     if fr.diff:
         parts.append(diff_table(fr.diff))
@@ -302,7 +346,7 @@ def finding_row(f: Finding, rules: dict[str, dict[str, Any]]) -> str:
     if f.evidence != "static":
         badges += " " + badge(f.evidence)
     return (
-        f"<tr{attrs}><td><code>{esc(location(f))}</code></td><td>{rule_ref(f.rule, rules)}</td>"
+        f"<tr{attrs}><td><code>{esc(where(f))}</code></td><td>{rule_ref(f.rule, rules)}</td>"
         f"<td>{badges}</td><td>{prose(f.message)}{fix_line(f)}</td><td class=\"change\">{change(f)}</td></tr>"
     )
 

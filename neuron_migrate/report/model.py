@@ -7,10 +7,11 @@ particular output. Bump ``SCHEMA_VERSION`` whenever a field changes meaning or d
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 
 SAFE = "safe"
 REVIEW = "review"
@@ -65,8 +66,13 @@ class Finding:
 
     def finalize(self) -> Finding:
         if not self.fingerprint:
-            self.fingerprint = fingerprint(self.rule, self.path, self.before or self.message, self.cell)
+            self.fingerprint = fingerprint(self.rule, self.path, self.anchor, self.cell)
         return self
+
+    @property
+    def anchor(self) -> str:
+        """The code the finding is about (its message when it has none): what the fingerprint hashes."""
+        return " ".join((self.before or self.message).split())
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -74,11 +80,33 @@ class Finding:
         return data
 
 
-def fingerprint(rule: str, path: str, anchor: str, cell: int | None = None) -> str:
-    """Stable across runs and line moves: rule, file and the code the finding is about."""
+def fingerprint(rule: str, path: str, anchor: str, cell: int | None = None, occurrence: int = 0) -> str:
+    """Stable across runs and line moves: rule, file, the code the finding is about and, for the
+    second and later finding of a rule on the same code in a file, which one it is (0-based). The
+    first keeps the hash it had before occurrences were counted."""
     normalized = " ".join(anchor.split())
-    raw = f"{rule}\x00{path}\x00{cell}\x00{normalized}".encode()
-    return hashlib.sha256(raw).hexdigest()[:16]
+    raw = f"{rule}\x00{path}\x00{cell}\x00{normalized}"
+    if occurrence:
+        raw += f"\x00{occurrence}"
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+def position(f: Finding) -> tuple[int, int, int]:
+    """Sort key within a file: notebook cell, then line and column, so findings read top to bottom."""
+    return (f.cell or 0, f.span.line, f.span.column)
+
+
+def number_findings(findings: Iterable[Finding]) -> None:
+    """Give each finding its fingerprint, counting repeats: two ``xm.mark_step()`` lines of one file
+    are occurrences 0 and 1 of the same code, so they get two fingerprints. A line inserted above
+    either leaves every fingerprint as it was; only a new copy of the same code adds one. Suppressed
+    findings are counted too, so silencing one does not renumber the others."""
+    seen: dict[tuple[str, str, int | None, str], int] = {}
+    for f in sorted(findings, key=lambda f: (f.path, *position(f), f.rule)):
+        key = (f.rule, f.path, f.cell, f.anchor)
+        occurrence = seen.get(key, 0)
+        seen[key] = occurrence + 1
+        f.fingerprint = fingerprint(f.rule, f.path, f.anchor, f.cell, occurrence)
 
 
 @dataclass
@@ -126,6 +154,15 @@ class Report:
     def findings(self) -> list[Finding]:
         return [f for fr in self.files for f in fr.findings]
 
+    def needs_a_human(self) -> list[Finding]:
+        """Work left to a human, file by file, top to bottom: findings not applied and applied edits
+        that left a TODO. Every renderer lists and counts this one list; ``totals()["manual"]`` is its length."""
+        return [f for fr in self.files for f in sorted(fr.manual, key=position)]
+
+    def number_findings(self) -> Report:
+        number_findings(self.findings)
+        return self
+
     def count(self, status: str) -> int:
         return sum(1 for fr in self.files if fr.status == status)
 
@@ -141,7 +178,7 @@ class Report:
             "review": sum(1 for f in findings if f.applied and f.safety == REVIEW),
             # Work left to a human: what was not done, and what was done but left a TODO (a removed
             # requirement whose code must still be ported).
-            "manual": sum(1 for f in findings if not f.applied or f.safety == MANUAL),
+            "manual": len(self.needs_a_human()),
             "suppressed": sum(1 for f in self.findings if f.suppressed),
         }
 

@@ -56,10 +56,9 @@ def render(report: Report, fmt: str, rules: Mapping[str, Mapping[str, Any]] | No
     if fmt not in _MODULES:
         raise ValueError(f"unknown report format {fmt!r}: use one of {', '.join(FORMATS)}")
     module = importlib.import_module(_MODULES[fmt])
-    # Every output keys findings by fingerprint; one built without finalize() gets the same
-    # fingerprint here that the engine would have given it.
-    for finding in report.findings:
-        finding.finalize()
+    # Every output keys findings by fingerprint, and repeats of the same code in a file are only
+    # told apart once the whole file's findings are known.
+    report.number_findings()
     return module.render(report, rule_catalog(report, rules))
 
 
@@ -188,11 +187,6 @@ def diff_lines(diff: str) -> list[DiffLine]:
             out.append(DiffLine("context", text, old=old, new=new))
             old, new, old_left, new_left = old + 1, new + 1, old_left - 1, new_left - 1
     return out
-
-
-def position(f: Finding) -> tuple[int, int, int]:
-    """Sort key: notebook cell, then line and column, so findings read top to bottom."""
-    return (f.cell or 0, f.span.line, f.span.column)
 
 
 def is_web(url: str) -> bool:

@@ -11,7 +11,9 @@ tool execution notifications, not results: they say nothing about the user's cod
 from __future__ import annotations
 
 import json
+import posixpath
 import re
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -33,10 +35,24 @@ def render(report: Report, rules: dict[str, dict[str, Any]]) -> str:
     return json.dumps(to_sarif(report, rules), indent=2, ensure_ascii=False) + "\n"
 
 
-def to_sarif(report: Report, rules: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def source_root(cwd: Path) -> Path:
+    """The repository root: the nearest folder with a ``.git`` (a folder, or a file in a worktree or
+    submodule) at or above ``cwd``; ``cwd`` itself outside a repository."""
+    for folder in (cwd, *cwd.parents):
+        if (folder / ".git").exists():
+            return folder
+    return cwd
+
+
+def to_sarif(report: Report, rules: dict[str, dict[str, Any]], cwd: Path | None = None) -> dict[str, Any]:
+    """Report paths are relative to the working directory; SARIF's are relative to the repository
+    root (``%SRCROOT%``), which is what code scanning matches against the files of the commit."""
+    cwd = (cwd or Path.cwd()).absolute()
+    root = source_root(cwd)
+    base = Base(root, cwd.relative_to(root).as_posix())
     rule_ids = list(rules)
     index = {rule_id: i for i, rule_id in enumerate(rule_ids)}
-    results = [result(f, index[f.rule]) for fr in report.files for f in fr.findings]
+    results = [result(f, index[f.rule], base) for fr in report.files for f in fr.findings]
     run = {
         "tool": {
             "driver": {
@@ -46,9 +62,15 @@ def to_sarif(report: Report, rules: dict[str, dict[str, Any]]) -> dict[str, Any]
                 "rules": [descriptor(rule_id, rules[rule_id]) for rule_id in rule_ids],
             }
         },
-        "invocations": [invocation(report)],
+        # One category per command, so a rewrite and an audit uploaded for one commit do not
+        # replace each other's alerts.
+        "automationDetails": {"id": f"neuron-migrate/{report.command}/"},
+        "invocations": [invocation(report, base)],
         "originalUriBaseIds": {
-            SRCROOT: {"description": {"text": "The folder neuron-migrate ran in; result paths are relative to it."}}
+            SRCROOT: {
+                "uri": root.as_uri().rstrip("/") + "/",
+                "description": {"text": "The repository root (the working directory outside a git repository)."},
+            }
         },
         "columnKind": "unicodeCodePoints",
         "results": results,
@@ -83,7 +105,19 @@ def identifier(title: str) -> str:
     return "".join(word[:1].upper() + word[1:] for word in re.findall(r"[A-Za-z0-9]+", title))
 
 
-def result(f: Finding, rule_index: int) -> dict[str, Any]:
+class Base:
+    """Where report paths start (the working directory) relative to ``%SRCROOT%`` (the repository root)."""
+
+    def __init__(self, root: Path, prefix: str) -> None:
+        self.root = root
+        self.prefix = "" if prefix == "." else prefix
+
+    def location(self, path: str) -> dict[str, str]:
+        return artifact_location(path, self.prefix, self.root)
+
+
+def result(f: Finding, rule_index: int, base: Base | None = None) -> dict[str, Any]:
+    base = base or Base(Path.cwd(), "")
     level = result_level(f)
     data: dict[str, Any] = {"ruleId": f.rule, "ruleIndex": rule_index}
     if level == "none":
@@ -91,7 +125,7 @@ def result(f: Finding, rule_index: int) -> dict[str, Any]:
         data["kind"] = "informational"
     data["level"] = level
     data["message"] = {"text": message_text(f)}
-    data["locations"] = [{"physicalLocation": physical_location(f)}]
+    data["locations"] = [{"physicalLocation": physical_location(f, base)}]
     data["partialFingerprints"] = {FINGERPRINT_KEY: f.fingerprint}
     properties: dict[str, Any] = {
         "safety": f.safety,
@@ -105,7 +139,7 @@ def result(f: Finding, rule_index: int) -> dict[str, Any]:
         properties["cellRegion"] = region(f)
     data["properties"] = properties
     if f.applied and f.cell is None:
-        data["fixes"] = [fix(f)]
+        data["fixes"] = [fix(f, base)]
     if f.suppressed:
         data["suppressions"] = [{"kind": "inSource"}]
     return data
@@ -131,8 +165,8 @@ def message_text(f: Finding) -> str:
     return text
 
 
-def physical_location(f: Finding) -> dict[str, Any]:
-    location: dict[str, Any] = {"artifactLocation": artifact_location(f.path)}
+def physical_location(f: Finding, base: Base) -> dict[str, Any]:
+    location: dict[str, Any] = {"artifactLocation": base.location(f.path)}
     if f.cell is None:
         location["region"] = {**region(f), "snippet": {"text": f.before}} if f.before else region(f)
     else:
@@ -152,29 +186,36 @@ def region(f: Finding) -> dict[str, int]:
     }
 
 
-def fix(f: Finding) -> dict[str, Any]:
+def fix(f: Finding, base: Base) -> dict[str, Any]:
     return {
         "description": {"text": f.message},
         "artifactChanges": [
             {
-                "artifactLocation": artifact_location(f.path),
+                "artifactLocation": base.location(f.path),
                 "replacements": [{"deletedRegion": region(f), "insertedContent": {"text": f.after}}],
             }
         ],
     }
 
 
-def artifact_location(path: str) -> dict[str, str]:
+def artifact_location(path: str, prefix: str = "", root: Path | None = None) -> dict[str, str]:
+    """``path`` (relative to the working directory, which is ``prefix`` inside the repository root)
+    as a URI relative to ``%SRCROOT%``; absolute paths and paths leading out of the repository
+    become ``file:`` URIs."""
     posix = path.replace("\\", "/")
     if WINDOWS_ABSOLUTE.match(posix):
         return {"uri": "file:///" + quote(posix, safe="/:")}
     if posix.startswith("/"):
         return {"uri": "file://" + quote(posix, safe="/")}
+    relative = posixpath.normpath(posixpath.join(prefix, posix))
+    if relative == ".." or relative.startswith("../"):
+        outside = posixpath.normpath(posixpath.join((root or Path.cwd()).as_posix(), relative))
+        return artifact_location(outside)
     # Quoting also turns a ":" into %3A, so "c:d.py" cannot be mistaken for a URI scheme.
-    return {"uri": quote(posix, safe="/"), "uriBaseId": SRCROOT}
+    return {"uri": quote(relative, safe="/"), "uriBaseId": SRCROOT}
 
 
-def invocation(report: Report) -> dict[str, Any]:
+def invocation(report: Report, base: Base) -> dict[str, Any]:
     failed = [fr for fr in report.files if fr.status == FAILED]
     data: dict[str, Any] = {
         "executionSuccessful": not failed,
@@ -186,13 +227,13 @@ def invocation(report: Report) -> dict[str, Any]:
         },
     }
     if failed:
-        data["toolExecutionNotifications"] = [failure(fr) for fr in failed]
+        data["toolExecutionNotifications"] = [failure(fr, base) for fr in failed]
     return data
 
 
-def failure(fr: FileResult) -> dict[str, Any]:
+def failure(fr: FileResult, base: Base) -> dict[str, Any]:
     return {
         "level": "error",
         "message": {"text": f"{fr.path}: {fr.error or 'could not be processed'} (file left untouched)"},
-        "locations": [{"physicalLocation": {"artifactLocation": artifact_location(fr.path)}}],
+        "locations": [{"physicalLocation": {"artifactLocation": base.location(fr.path)}}],
     }

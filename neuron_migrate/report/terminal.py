@@ -62,9 +62,9 @@ def finding_line(finding: Finding) -> str:
 
 
 def needs_a_human(report: Report) -> list[Finding]:
-    """Manual items and applied edits a reviewer must check, in file order."""
-    items = [f for f in report.findings if not f.suppressed and (not f.applied or f.safety == REVIEW)]
-    return sorted(items, key=_order)
+    """The work left to a human, as every report counts it (``Report.needs_a_human``); edits to
+    review are in the checklist and the review count."""
+    return report.needs_a_human()
 
 
 def _order(finding: Finding):
