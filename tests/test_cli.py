@@ -593,3 +593,16 @@ def test_diff_is_coloured_on_a_terminal_only():
     assert " same\n" in coloured and "\x1b[36m@@ -1 +1 @@\x1b[0m" in coloured
     assert coloured.replace("\x1b[0m", "").replace("\x1b[31m", "").replace("\x1b[32m", "").replace(
         "\x1b[36m", "").replace("\x1b[1m", "") == patch
+
+
+def test_progress_shows_the_end_of_a_long_path():
+    from rich.console import Console
+
+    console = Console(file=_Tty(), force_terminal=True, width=100)
+    with terminal.RunProgress(console, delay=0.0) as progress:
+        long = "very/" * 40 + "deep/train_step.py"
+        progress(1, 3, long)
+        shown = progress._fitted(long)
+        assert shown.endswith("deep/train_step.py") and shown.startswith("…")
+        assert len(shown) <= 100 - terminal.PROGRESS_FIXED_WIDTH
+        assert progress._fitted("a.py") == "a.py"

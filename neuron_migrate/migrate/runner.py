@@ -67,8 +67,9 @@ def run(
         try:
             # strict: after the last task the pool is asked for one more result, which lets it shut down
             # cleanly (a pool left running at exit races with the interpreter's own clean-up on 3.11).
-            for task, outcome in zip(tasks, outcomes, strict=True):
-                results.settle(task, outcome)
+            upcoming = [task.path for task in tasks[1:]] + [""]
+            for task, outcome, following in zip(tasks, outcomes, upcoming, strict=True):
+                results.settle(task, outcome, following)
         except parallel.WorkerDied:
             results.fail_unsettled(tasks, "a worker process died while rewriting; rerun with --jobs 1 to see why")
         finally:
@@ -125,10 +126,12 @@ class _Results:
             tasks.append(task)
         return tasks
 
-    def settle(self, task: Task, outcome: Outcome) -> None:
+    def settle(self, task: Task, outcome: Outcome, following: str = "") -> None:
+        """Record the task's outcome; ``following`` is the file whose result comes next (the one being
+        worked on now, since results arrive in order), which the progress bar shows."""
         if self.cache is not None:
             self.cache.put(self.keys[task.index], outcome)
-        self._finish(task.index, self._apply(task, outcome, cached=False))
+        self._finish(task.index, self._apply(task, outcome, cached=False), following)
 
     def fail_unsettled(self, tasks: list[Task], reason: str) -> None:
         for task in tasks:
@@ -138,11 +141,11 @@ class _Results:
     def files(self) -> list[FileResult]:
         return [r for r in self.results if r is not None]
 
-    def _finish(self, index: int, result: FileResult) -> None:
+    def _finish(self, index: int, result: FileResult, following: str | None = None) -> None:
         self.results[index] = result
         self.done += 1
         if self.progress is not None:
-            self.progress(self.done, len(self.sources), result.path)
+            self.progress(self.done, len(self.sources), result.path if following is None else following)
 
     def _apply(self, task: Task, outcome: Outcome, cached: bool) -> FileResult:
         """The file's result; in ``write`` mode a change is also written."""

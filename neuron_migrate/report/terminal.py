@@ -256,6 +256,10 @@ def _more(console: Console, total: int) -> None:
         console.print(f"  ... and {total - LIST_LIMIT} more (write them all with --report)")
 
 
+# what the description, bar, count and clock columns of the progress bar take on a line
+PROGRESS_FIXED_WIDTH = 70
+
+
 class RunProgress:
     """The ``progress(done, total, path)`` callback of a run; the bar shows up only on long runs.
 
@@ -296,4 +300,9 @@ class RunProgress:
             )
             self.bar.start()
             self.task = self.bar.add_task("migrating", total=total, path="")
-        self.bar.update(self.task, completed=done, total=total, path=str(path or ""))
+        self.bar.update(self.task, completed=done, total=total, path=self._fitted(str(path or "")))
+
+    def _fitted(self, path: str) -> str:
+        """The path's end (the file name matters most) within what the bar's other columns leave."""
+        room = max(12, self.console.width - PROGRESS_FIXED_WIDTH)
+        return path if len(path) <= room else "…" + path[-(room - 1):]
