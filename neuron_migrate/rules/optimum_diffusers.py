@@ -87,6 +87,15 @@ ADAPTERS = {
 }
 ADAPTER_KEYWORDS = frozenset(name for names in ADAPTERS.values() for name in names)
 
+# Loading keywords of optimum-neuron's traced components that a diffusers pipeline does not take
+# (it logs "not expected ... and will be ignored"), and why each goes.
+IGNORED_BY_PIPELINES = {
+    "output_attentions": "a diffusers pipeline returns no attentions",
+    "output_hidden_states": "a diffusers pipeline returns no hidden states",
+    "subfolder": "a diffusers pipeline loads every component from the repository root",
+    "config": "a diffusers pipeline reads its own model_index.json",
+}
+
 # optimum-neuron pipeline mixins -> what provides their behaviour in stock diffusers
 MIXINS = {
     "NeuronStableDiffusionXLPipelineMixin": "StableDiffusionXLPipeline",
@@ -246,6 +255,9 @@ class DiffusionPipelineToDiffusers(NeuronLoaderRule):
                 return None
             if keyword.name in ("torch_dtype", "dtype"):
                 return dtype_name
+            if keyword.name in IGNORED_BY_PIPELINES:
+                dropped.append(f"{keyword.name} ({IGNORED_BY_PIPELINES[keyword.name]})")
+                return None
             return RENAMED.get(keyword.name, keyword.name)
 
         cls = self.ctx.require_from_import("diffusers", target)
