@@ -1339,17 +1339,25 @@ class NeuronPeftToPeft(RenameRule):
         return updated.with_changes(func=self.ctx.expr(self.stock_name(self.targets[qname])))
 
 
-IS_MAIN_WORKER = frozenset(optimum_names("is_main_worker", "utils", "utils.misc", top_level=False))
+IS_MAIN_WORKER = frozenset(
+    {
+        *optimum_names("is_main_worker", "utils", "utils.misc", top_level=False),
+        # data-parallel rank 0 of tensor-parallel rank 0 of the last pipeline stage: global rank 0 once
+        # the model is sharded by DistributedConfig (which has no pipeline stages)
+        *optimum_names("is_logging_process", "models.training.training_utils", top_level=False),
+    }
+)
 IS_PRECOMPILATION = frozenset(optimum_names("is_precompilation", "utils", "utils.misc", top_level=False))
 
 
 @register
 class IsMainWorker(Rule):
-    """``is_main_worker()`` was "global rank 0, or no process group"; the expression says so directly."""
+    """``is_main_worker()`` was "global rank 0, or no process group" (and ``is_logging_process()`` is
+    that rank once DistributedConfig shards the model); the expression says so directly."""
 
     meta = RuleMeta(
         "NM209",
-        "is_main_worker() -> rank-0 check",
+        "is_main_worker() / is_logging_process() -> rank-0 check",
         safety=SAFE,
         risks=frozenset({"collectives"}),
         summary="Becomes `not dist.is_initialized() or dist.get_rank() == 0`, parenthesized where needed.",
@@ -1908,6 +1916,51 @@ class ModelParallelismHelpers(Rule):
         name = PARALLEL_MANUAL[qname]
         self.ctx.manual(original, f"{name} has no TorchNeuron counterpart: {PARALLEL_NEXT_STEP[name]}")
         return updated
+
+
+# optimum-neuron training helpers with a same-signature transformers twin
+TRAINING_HELPERS = {
+    qname: ("transformers.trainer_pt_utils", "get_model_param_count")
+    for qname in optimum_names(
+        "get_model_param_count", "models.training.training_utils", "utils.training_utils", top_level=False
+    )
+}
+
+
+@register
+class TrainingHelpersToTransformers(Rule):
+    """``get_model_param_count(model, trainable_only=False)`` counted the whole model across tensor-parallel
+    shards; transformers' own (``trainer_pt_utils``) counts DTensor parameters at their global size, so the
+    count is the same."""
+
+    meta = RuleMeta(
+        "NM220",
+        "get_model_param_count -> transformers.trainer_pt_utils.get_model_param_count",
+        safety=SAFE,
+        summary="The same signature and count from transformers, which the Trainer itself uses.",
+        docs=(DOCS_TRAINING_ARGS,),
+        triggers=TRIGGERS,
+        example=Example(
+            before=(
+                "from optimum.neuron.models.training.training_utils import get_model_param_count\n\n"
+                "trainable = get_model_param_count(model, trainable_only=True)\n"
+            ),
+            after=(
+                "import transformers.trainer_pt_utils\n\n"
+                "trainable = transformers.trainer_pt_utils.get_model_param_count(model, trainable_only=True)\n"
+            ),
+        ),
+    )
+    references = dict.fromkeys(TRAINING_HELPERS, "stock")
+    calls = dict.fromkeys(TRAINING_HELPERS, "stock_call")
+
+    def stock(self, original, updated, qname: str):
+        module, name = TRAINING_HELPERS[qname]
+        self.ctx.note(f"{qname.rsplit('.', 1)[1]} -> {module}.{name}")
+        return self.ctx.expr(self.ctx.require_from_import(module, name))
+
+    def stock_call(self, original, updated, qname: str):
+        return updated.with_changes(func=self.stock(original.func, updated.func, qname))
 
 
 PATCH_TRANSFORMERS = frozenset(
