@@ -193,3 +193,42 @@ def test_a_migrated_loading_call_passes_only_what_the_stock_api_takes(migrate, l
     assert not refused, f"the stock call does not take {refused}:\n{code}"
     if keyword == "attn_implementation" or (keyword == "use_flash_attention_2" and value == "True"):
         assert "attn_implementation='sdpa'" in call_code and "flash_attention_2" not in call_code, code
+
+
+# ----- the trainers ---------------------------------------------------------------------------------
+
+TRAINERS = {
+    "NeuronTrainer": ("trainers/transformers.py", "transformers", "Trainer"),
+    "NeuronSFTTrainer": ("trainers/sft_trainer.py", "trl", "SFTTrainer"),
+}
+
+
+def _trainer_cases():
+    try:
+        root = reference.source_root()
+    except FileNotFoundError:
+        return [pytest.param("", "", marks=pytest.mark.skip("optimum-neuron is not unpacked"))]
+    cases = []
+    for legacy, (path, _, _) in TRAINERS.items():
+        tree = ast.parse((root / path).read_text(encoding="utf-8"))
+        for keyword in sorted(_keywords_of(_method(tree, legacy, "__init__")) | {"model": "None"}):
+            cases.append(pytest.param(legacy, keyword, id=f"{legacy}-{keyword}"))
+    return cases
+
+
+@pytest.mark.parametrize(("legacy", "keyword"), _trainer_cases())
+def test_a_migrated_trainer_passes_only_what_the_stock_trainer_takes(migrate, legacy, keyword):
+    _, module, stock = TRAINERS[legacy]
+    library = pytest.importorskip(module)
+    source = f"from optimum.neuron import {legacy}\n\ntrainer = {legacy}({keyword}=value)\n"
+    code = migrate(source, path="train.py").code
+    call = next(
+        node for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    )
+    if call.func.id == legacy:
+        assert "TODO(neuron-migrate" in code, code
+        return
+    assert call.func.id == stock, code
+    takes = set(inspect.signature(getattr(library, stock).__init__).parameters)
+    refused = [k.arg for k in call.keywords if k.arg not in takes]
+    assert not refused, f"{stock} does not take {refused}:\n{code}"

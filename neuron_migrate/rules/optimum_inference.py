@@ -1480,17 +1480,18 @@ class InputsToModelDevice(NeuronLoaderRule):
 
     @staticmethod
     def _carries_cpu_tensors(index: LoaderIndex, arg: cst.Arg, position: int) -> bool:
-        value = arg.value
+        """``**inputs``, ``input_ids=inputs["input_ids"]`` or a first positional made of the tokenizer's tensors."""
         if arg.star == "**":
-            pass
+            value = arg.value
         elif arg.star or not (
             (arg.keyword is None and position == 0) or (arg.keyword is not None and arg.keyword.value in TENSOR_KEYWORDS)
         ):
             return False
-        elif isinstance(value, (cst.Subscript, cst.Attribute)):
-            value = value.value  # inputs["input_ids"], inputs.input_ids
+        else:
+            # inputs["input_ids"], inputs.input_ids: the item of a BatchEncoding
+            value = arg.value.value if isinstance(arg.value, (cst.Subscript, cst.Attribute)) else arg.value
         if returns_tensors(value):
-            return value is arg.value
+            return True
         return isinstance(value, cst.Name) and index.cpu_tensors(value)
 
 
