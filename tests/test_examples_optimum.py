@@ -87,3 +87,53 @@ def test_migrated_generate_example_returns_tokens_on_the_device(tmp_path):
     assert run.returncode == 0, output
     printed = run.stdout.strip().splitlines()[-1]
     assert printed.startswith("hello world") and len(printed.split()) > 2, output
+
+
+
+LEGACY_INFERENCE = """\
+import argparse
+
+from transformers import AutoTokenizer
+
+from optimum.neuron import NeuronModelForCausalLM
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--model")
+args = parser.parse_args()
+tokenizer = AutoTokenizer.from_pretrained(args.model)
+model = NeuronModelForCausalLM.from_pretrained(args.model, export=True, batch_size=1, sequence_length=64)
+inputs = tokenizer("hello world", return_tensors="pt")
+next_token = int(model(**inputs).logits[0, -1].argmax())
+ids = tokenizer.encode("the cat sat", return_tensors="pt")
+outputs = model.generate(input_ids=ids, max_new_tokens=6, do_sample=False)
+print(next_token, tokenizer.decode(outputs[0], skip_special_tokens=True))
+"""
+
+
+def test_migrated_inference_script_computes_on_the_device_what_the_stock_script_computes_on_the_cpu(tmp_path):
+    """optimum-neuron's compiled models took CPU tensors; the migrated model runs on the device, so the
+    tokenizer's tensors must follow it (NM308), or the forward fails with a device mismatch. The
+    migrated script's tokens on the emulated device are those of the same stock script on the CPU."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "infer.py").write_text(LEGACY_INFERENCE)
+    rewrite = subprocess.run(
+        [sys.executable, "-m", "neuron_migrate", "rewrite", str(project)],
+        cwd=tmp_path, env=_env(ROOT), capture_output=True, text=True, timeout=300,
+    )
+    assert rewrite.returncode == 1, rewrite.stdout + rewrite.stderr
+    migrated = (project / "infer.py").read_text()
+    assert "model(**inputs.to(model.device))" in migrated and "input_ids=ids.to(model.device)" in migrated
+    assert not unmarked_legacy_references(migrated)
+    (project / "infer_cpu.py").write_text(migrated.replace('device_map="neuron"', 'device_map="cpu"'))
+    model = save_tiny_llama(tmp_path / "tiny-llama")
+    device = _emulate(project, "infer.py", "--model", model)
+    assert device.returncode == 0, device.stdout + device.stderr
+    cpu = subprocess.run(
+        [sys.executable, "infer_cpu.py", "--model", model],
+        cwd=project, env=_env(ROOT), capture_output=True, text=True, timeout=600,
+    )
+    assert cpu.returncode == 0, cpu.stdout + cpu.stderr
+    computed = device.stdout.strip().splitlines()[-1]
+    assert computed == cpu.stdout.strip().splitlines()[-1]
+    assert computed.split(" ", 1)[1].startswith("the cat sat") and len(computed.split()) > 4, computed

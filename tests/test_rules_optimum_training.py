@@ -435,3 +435,46 @@ def test_rewriting_imports_neither_torch_nor_transformers():
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == ""
+
+
+def test_migrated_test_decorators_skip_without_a_neuron_device_and_keep_their_mark(migrate):
+    import unittest
+
+    code = migrate(
+        textwrap.dedent(
+            """
+            from optimum.neuron.utils.testing_utils import is_trainium_test, requires_neuronx
+
+            @is_trainium_test
+            def test_train():
+                return "ran"
+
+            @requires_neuronx
+            class TestExport(unittest.TestCase):
+                def test_export(self):
+                    pass
+            """
+        ),
+        path="test_train.py",
+    ).code
+    assert "optimum.neuron" not in code and "TODO(neuron-migrate" not in code, code
+    scope: dict = {"unittest": unittest}
+    exec(compile(code, "test_train.py", "exec"), scope)
+    test_train = scope["test_train"]
+    assert [mark.name for mark in test_train.pytestmark] == ["is_trainium_test"]
+    has_device = hasattr(torch, "neuron") and torch.neuron.is_available()
+    if has_device:
+        assert test_train() == "ran"
+    else:
+        with pytest.raises(unittest.SkipTest, match="Neuron device"):
+            test_train()
+        assert scope["TestExport"].__unittest_skip__
+
+
+def test_training_helpers_have_the_same_signature_in_transformers():
+    from transformers.trainer_pt_utils import get_model_param_count
+
+    assert list(inspect.signature(get_model_param_count).parameters) == ["model", "trainable_only"]
+    model = torch.nn.Linear(3, 2)
+    model.bias.requires_grad_(False)
+    assert get_model_param_count(model) == 8 and get_model_param_count(model, trainable_only=True) == 6

@@ -21,6 +21,23 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+# ----- from_pretrained keywords ---------------------------------------------------------------------
+
+# Loading keywords that transformers 5 no longer takes: from_pretrained passes an unknown keyword on
+# to the model's __init__, a TypeError. optimum-neuron accepted them (0.4.5 training models pop them).
+FROM_PRETRAINED_RENAMED = {"use_auth_token": "token", "torch_dtype": "dtype"}
+FROM_PRETRAINED_REMOVED = {
+    "resume_download": "downloads always resume",
+    "load_in_8bit": "quantization is set with quantization_config; optimum-neuron refused it",
+    "load_in_4bit": "quantization is set with quantization_config; optimum-neuron refused it",
+}
+# The attention switch transformers 5 removed, and the attention name that now means the CUDA
+# flash-attn package (optimum-neuron mapped both to its own NKI kernel).
+FLASH_ATTENTION_FLAG = "use_flash_attention_2"
+FLASH_ATTENTION = "flash_attention_2"
+NEURON_ATTENTION = "sdpa"  # PyTorch's scaled_dot_product_attention: the stock path on the neuron device
+
+
 # ----- NeuronTrainingArguments -> TrainingArguments --------------------------------------------------
 
 # Fields of NeuronTrainingArguments 0.4.5 that TrainingArguments has under the same name and meaning.

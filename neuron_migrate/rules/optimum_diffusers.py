@@ -21,7 +21,9 @@ import libcst as cst
 from neuron_migrate.rules.base import MANUAL, REVIEW, Example, Rule, RuleMeta, register
 from neuron_migrate.rules.calls import new_keyword
 from neuron_migrate.rules.optimum_inference import (
+    ANNOTATION,
     DOCS_HF_NATIVE,
+    ISINSTANCE,
     OPTIMUM_TRIGGERS,
     RENAMED,
     ExportSettings,
@@ -86,6 +88,15 @@ ADAPTERS = {
     "unet": ("unet_id",),
 }
 ADAPTER_KEYWORDS = frozenset(name for names in ADAPTERS.values() for name in names)
+
+# Loading keywords of optimum-neuron's traced components that a diffusers pipeline does not take
+# (it logs "not expected ... and will be ignored"), and why each goes.
+IGNORED_BY_PIPELINES = {
+    "output_attentions": "a diffusers pipeline returns no attentions",
+    "output_hidden_states": "a diffusers pipeline returns no hidden states",
+    "subfolder": "a diffusers pipeline loads every component from the repository root",
+    "config": "a diffusers pipeline reads its own model_index.json",
+}
 
 # optimum-neuron pipeline mixins -> what provides their behaviour in stock diffusers
 MIXINS = {
@@ -246,6 +257,9 @@ class DiffusionPipelineToDiffusers(NeuronLoaderRule):
                 return None
             if keyword.name in ("torch_dtype", "dtype"):
                 return dtype_name
+            if keyword.name in IGNORED_BY_PIPELINES:
+                dropped.append(f"{keyword.name} ({IGNORED_BY_PIPELINES[keyword.name]})")
+                return None
             return RENAMED.get(keyword.name, keyword.name)
 
         cls = self.ctx.require_from_import("diffusers", target)
@@ -350,3 +364,74 @@ class PipelineMixinRemoval(Rule):
         )
         return updated
 
+
+
+# optimum-neuron's compiled pipeline components -> the stock class the diffusers pipeline holds there
+# (None: the stock pipeline has no such component).
+COMPONENTS = {
+    "NeuronModelTextEncoder": ("text encoder", "transformers", "PreTrainedModel"),
+    "NeuronModelImageEncoder": ("image encoder", "transformers", "PreTrainedModel"),
+    "NeuronModelUnet": ("unet", "diffusers", "UNet2DConditionModel"),
+    "NeuronModelTransformer": ("transformer", "diffusers", "ModelMixin"),
+    "NeuronModelVae": ("vae", "diffusers", "AutoencoderKL"),
+    "NeuronControlNetModel": ("controlnet", "diffusers", "ControlNetModel"),
+    "NeuronMultiControlNetModel": ("controlnet", "diffusers", "MultiControlNetModel"),
+    "NeuronModelVaeEncoder": ("vae encoder", None, None),
+    "NeuronModelVaeDecoder": ("vae decoder", None, None),
+}
+COMPONENT_NAMES = {
+    qname: name for name in COMPONENTS for qname in optimum_names(name, "modeling_diffusion", top_level=False)
+}
+
+
+@register
+class CompiledPipelineComponents(NeuronLoaderRule):
+    """The compiled components of a Neuron pipeline (``pipe.unet`` was a ``NeuronModelUnet``). A stock
+    diffusers pipeline holds the stock models there, so a type check names that class; the split
+    VAE encoder / decoder have no counterpart (one ``pipe.vae`` does both)."""
+
+    meta = RuleMeta(
+        "NM322",
+        "compiled diffusion pipeline components -> the stock component classes",
+        safety=REVIEW,
+        risks=frozenset({"checkpoint-format"}),
+        summary=(
+            "In isinstance checks and annotations, NeuronModelUnet becomes UNet2DConditionModel, the text / image "
+            "encoders PreTrainedModel, the controlnets ControlNetModel / MultiControlNetModel, NeuronModelTransformer "
+            "ModelMixin; the VAE encoder and decoder get a TODO (the stock pipeline has one `vae`)."
+        ),
+        docs=(DOCS_HF_NATIVE, "https://huggingface.co/docs/diffusers/api/pipelines/overview"),
+        triggers=OPTIMUM_TRIGGERS,
+        example=Example(
+            before=(
+                "from optimum.neuron.modeling_diffusion import NeuronModelUnet\n\n\n"
+                "def check(pipe):\n"
+                "    assert isinstance(pipe.unet, NeuronModelUnet)\n"
+            ),
+            after=(
+                "from diffusers import UNet2DConditionModel\n\n\n"
+                "def check(pipe):\n"
+                "    # neuron-migrate(NM322): NeuronModelUnet was the compiled unet; a stock pipeline's unet is a "
+                "UNet2DConditionModel\n"
+                "    assert isinstance(pipe.unet, UNet2DConditionModel)\n"
+            ),
+        ),
+    )
+    references = dict.fromkeys(COMPONENT_NAMES, "component")
+
+    def component(self, original: cst.CSTNode, updated: cst.CSTNode, qname: str):
+        name = COMPONENT_NAMES[qname]
+        role, module, stock = COMPONENTS[name]
+        if module is None:
+            self.ctx.manual(
+                original,
+                f"{name} was the compiled {role}; a stock pipeline has one `pipe.vae` (AutoencoderKL) that encodes "
+                "and decodes: check that instead",
+            )
+            return updated
+        if self.context_of(original) not in (ISINSTANCE, ANNOTATION):
+            self.ctx.manual(original, f"{name} was the compiled {role}: use the stock pipeline's {role} ({stock})")
+            return updated
+        self.ctx.review(f"{name} was the compiled {role}; a stock pipeline's {role} is a {stock}")
+        self.ctx.note(f"{name} -> {module}.{stock}")
+        return self.ctx.expr(self.ctx.require_from_import(module, stock))

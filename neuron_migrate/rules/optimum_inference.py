@@ -23,7 +23,8 @@ from libcst.metadata import ScopeProvider
 
 from neuron_migrate.migrate.context import FileContext, code_of, suppressed_lines
 from neuron_migrate.migrate.imports import is_shim
-from neuron_migrate.rules.base import MANUAL, REVIEW, Example, Rule, RuleMeta, StatementReplacement, register
+from neuron_migrate.rules import hf_fields as hf
+from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleMeta, StatementReplacement, register
 from neuron_migrate.rules.calls import UNKNOWN, keyword_arg, literal, new_keyword
 from neuron_migrate.rules.optimum_names import optimum_names, with_methods
 from neuron_migrate.rules.xla_step import with_args
@@ -62,6 +63,7 @@ INPUT_SHAPES = (
     "num_images_per_prompt",
     "text_batch_size",
     "image_batch_size",
+    "n_positions",  # the sequence length of transformers-neuronx and early optimum-neuron decoders
 )
 
 # Export-time settings with no load-time counterpart, and why each goes.
@@ -80,6 +82,23 @@ EXPORT_ONLY = {
     "model_save_dir": "there is no compiled artifact to keep",
     "neuron_config": "there is no compiled artifact to describe",
     "data_parallel_mode": "run one process per NeuronCore with torchrun instead",
+    "device_ids": "run one process per NeuronCore with torchrun instead",
+    "load_weights": "the weights load with the model",
+    **dict.fromkeys(
+        (
+            "encoder_file_name",
+            "decoder_file_name",
+            "text_encoder_file_name",
+            "text_encoder_2_file_name",
+            "unet_file_name",
+            "transformer_file_name",
+            "vae_encoder_file_name",
+            "vae_decoder_file_name",
+            "controlnet_file_name",
+            "image_encoder_file_name",
+        ),
+        "there is no compiled *.neuron file to load",
+    ),
 }
 TENSOR_PARALLEL = ("tensor_parallel_size", "num_cores")  # num_cores: the deprecated alias
 RENAMED = {"use_auth_token": "token", "torch_dtype": "dtype"}
@@ -219,6 +238,16 @@ class Reading:
         return out
 
 
+def returns_tensors(node: cst.BaseExpression | None) -> bool:
+    """``tokenizer(..., return_tensors="pt")`` and the like: a CPU tensor or BatchEncoding."""
+    if not isinstance(node, cst.Call):
+        return False
+    return any(
+        arg.keyword is not None and arg.keyword.value == "return_tensors" and literal(arg.value) == "pt"
+        for arg in node.args
+    )
+
+
 def dict_literal(node: cst.BaseExpression) -> dict[str, cst.BaseExpression] | None:
     """The keys and values of ``{"a": 1}`` or ``dict(a=1)`` when every key is a plain name."""
     pairs: dict[str, cst.BaseExpression] = {}
@@ -271,6 +300,7 @@ LOADER_REGISTRY = "optimum_loaders"  # ctx.facts key: qname of a loading call ->
 LOADER_INDEX = "optimum_loader_index"
 # Methods of a loaded model that these rules look at.
 WATCHED_METHODS = ("generate", "save_pretrained", "push_to_hub")
+NEURON_CONFIG = "neuron_config"  # the compiled model's export settings
 
 
 class _LoaderScan(cst.CSTVisitor):
@@ -286,6 +316,12 @@ class _LoaderScan(cst.CSTVisitor):
         self.target_of: dict[int, cst.BaseExpression] = {}  # id(assigned call) -> its single target
         self.dicts: dict[int, tuple[cst.SimpleStatementLine, dict]] = {}  # id(target Name) -> (line, pairs)
         self.method_calls: list[cst.Call] = []
+        # ``x.neuron_config.field`` (field) and bare ``x.neuron_config`` (None), outermost node first
+        self.neuron_configs: list[tuple[cst.Attribute, str | None]] = []
+        self._inner_configs: set[int] = set()
+        self.calls: list[cst.Call] = []  # every call of the file (outside shims)
+        self.tensor_sources: set[int] = set()  # id(target Name) of ``x = f(..., return_tensors="pt")``
+        self.moved: set[int] = set()  # id(Name) of every ``x.to``
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if is_shim(node, self.ctx.legacy_prefixes):
@@ -310,15 +346,30 @@ class _LoaderScan(cst.CSTVisitor):
         elif isinstance(small, cst.AnnAssign) and small.value is not None:
             target = small.target
         # Only a plain variable or attribute can be named again to reach the loaded model.
+        if isinstance(target, cst.Name) and returns_tensors(small.value):
+            self.tensor_sources.add(id(target))
         if isinstance(target, (cst.Name, cst.Attribute)):
             self.target_of[id(small.value)] = target
             pairs = dict_literal(small.value) if isinstance(target, cst.Name) else None
             if pairs is not None:
                 self.dicts[id(target)] = (node, pairs)
 
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if self.shim_depth:
+            return
+        inner = node.value
+        if node.attr.value == "to" and isinstance(inner, cst.Name):
+            self.moved.add(id(inner))
+        if isinstance(inner, cst.Attribute) and inner.attr.value == NEURON_CONFIG:
+            self.neuron_configs.append((node, node.attr.value))
+            self._inner_configs.add(id(inner))
+        elif node.attr.value == NEURON_CONFIG and id(node) not in self._inner_configs:
+            self.neuron_configs.append((node, None))
+
     def visit_Call(self, node: cst.Call) -> None:
         if self.shim_depth:
             return
+        self.calls.append(node)
         for qname in self.ctx.qualified_names(node.func):
             rule = self.loaders.get(qname)
             if rule is not None:
@@ -386,6 +437,7 @@ class LoaderIndex:
             else:
                 self.kept_dicts.add(name)
         self._index_methods()
+        self.neuron_configs = self._index_neuron_configs()
 
     def _literal_dict(self, expr: cst.BaseExpression, dict_uses) -> cst.Name | None:
         """The target of the one literal-dict assignment ``expr`` (a name) refers to, if it is one."""
@@ -405,6 +457,20 @@ class LoaderIndex:
         uses = {id(access.node) for access in assignments[0].references}
         dict_uses[id(target)] = (target.value, uses)
         return target
+
+    def cpu_tensors(self, name: cst.Name) -> bool:
+        """Whether ``name`` is only ever bound to a ``return_tensors="pt"`` result that nothing moves."""
+        if not self.scan.tensor_sources:
+            return False
+        if self._scopes is None:
+            self._scopes = self.ctx.wrapper.resolve(ScopeProvider)
+        scope = self._scopes.get(name)
+        if scope is None:
+            return False
+        assignments = [r for access in scope.accesses[name] if access.node is name for r in access.referents]
+        if len(assignments) != 1 or id(getattr(assignments[0], "node", None)) not in self.scan.tensor_sources:
+            return False
+        return not any(id(access.node) in self.scan.moved for access in assignments[0].references)
 
     @staticmethod
     def _reads(load: Load, name: str) -> bool:
@@ -426,6 +492,15 @@ class LoaderIndex:
             load = by_target.get(code_of(call.func.value))
             if load is not None:
                 self.methods[id(call)] = load
+
+    def _index_neuron_configs(self) -> dict[int, tuple[Load | None, str | None]]:
+        """id(``x.neuron_config[.field]``) -> (the migrated load that assigned ``x`` or None, field)."""
+        by_target = {load.target: load for load in self.loads.values() if load.target and load.migrates}
+        out = {}
+        for node, name in self.scan.neuron_configs:
+            owner = node.value.value if name is not None else node.value
+            out[id(node)] = (by_target.get(code_of(owner)), name)
+        return out
 
     def method_calls(self, load: Load, method: str) -> list[cst.Call]:
         return [c for c in self.scan.method_calls if self.methods.get(id(c)) is load and c.func.attr.value == method]
@@ -480,7 +555,10 @@ class ExportSettings:
     def read(cls, reading: Reading) -> ExportSettings:
         settings = cls()
         for name, keyword in reading.keywords.items():
-            if name in INPUT_SHAPES:
+            if name == "n_positions":
+                settings.shapes.setdefault("sequence_length", keyword.code)
+                settings.dropped.append(name)
+            elif name in INPUT_SHAPES:
                 settings.shapes[name] = keyword.code
                 settings.dropped.append(name)
             elif name == "export":
@@ -551,6 +629,44 @@ def unresolved_review(call: cst.Call, reading: Reading) -> str:
         return ""
     spreads = ", ".join(f"`**{code_of(call.args[i].value)}`" for i in reading.unresolved)
     return f"{spreads} must no longer pass {NEURON_SPREAD_KEYS}"
+
+
+FLASH_REVIEW = (
+    "flash_attention_2 was optimum-neuron's NKI kernel; in stock transformers it is the CUDA flash-attn package: "
+    f'"{hf.NEURON_ATTENTION}" is the stock path on neuron, check speed'
+)
+
+
+def stock_loading_args(args: list[cst.Arg]) -> tuple[list[cst.Arg], list[str], str]:
+    """The arguments of a stock ``from_pretrained`` without the keywords transformers 5 rejects:
+    old names renamed, removed switches dropped, flash attention asked for as ``"sdpa"``.
+    Returns (arguments, what was dropped and why, review note or "")."""
+    names = {arg.keyword.value for arg in args if arg.keyword}
+    out, dropped, review = [], [], ""
+    sdpa = cst.SimpleString(f'"{hf.NEURON_ATTENTION}"')
+    for arg in args:
+        name = arg.keyword.value if arg.keyword else None
+        if name in hf.FROM_PRETRAINED_REMOVED:
+            dropped.append(f"{name} ({hf.FROM_PRETRAINED_REMOVED[name]})")
+            continue
+        if name in hf.FROM_PRETRAINED_RENAMED and hf.FROM_PRETRAINED_RENAMED[name] not in names:
+            arg = keyword_arg(arg, hf.FROM_PRETRAINED_RENAMED[name])
+        elif name == hf.FLASH_ATTENTION_FLAG:
+            wanted = literal(arg.value, single_token=True)
+            if wanted is False or "attn_implementation" in names:
+                dropped.append(f"{name} (removed in transformers 5; attn_implementation chooses the kernel)")
+                continue
+            if wanted is not True:
+                review = f"`{name}={code_of(arg.value).strip()}` became attn_implementation=\"{hf.NEURON_ATTENTION}\""
+                review += f" either way (transformers 5 removed the switch); {FLASH_REVIEW}"
+            else:
+                review = FLASH_REVIEW
+            arg = arg.with_changes(keyword=cst.Name("attn_implementation"), value=sdpa)
+        elif name == "attn_implementation" and literal(arg.value, single_token=True) == hf.FLASH_ATTENTION:
+            arg = arg.with_changes(value=sdpa)
+            review = FLASH_REVIEW
+        out.append(arg)
+    return out, dropped, review
 
 
 # ----- where a class name is used ---------------------------------------------------------------
@@ -733,7 +849,9 @@ class TransformersModelRule(NeuronLoaderRule):
                 return None
             return RENAMED.get(keyword.name, keyword.name)
 
-        migration.args = reading.rebuilt(updated, rename) + extra
+        migration.args, dropped, attention = stock_loading_args(reading.rebuilt(updated, rename) + extra)
+        migration.dropped += dropped
+        migration.review += [attention] if attention else []
         cls = self.ctx.require_from_import("transformers", target)
         new = with_args(updated.with_changes(func=self.ctx.expr(f"{cls}.from_pretrained")), migration.args)
         self.ctx.note(migration.note(legacy, target, ' on device "neuron"' + self.spread_note(reading)))
@@ -1275,6 +1393,179 @@ class CompiledModelSave(NeuronLoaderRule):
                 "save a plain checkpoint",
             )
         return updated
+
+
+# Keyword arguments of a forward / generate call that carry the tokenizer's tensors.
+TENSOR_KEYWORDS = frozenset(
+    {"input_ids", "attention_mask", "token_type_ids", "position_ids", "pixel_values", "input_features", "inputs"}
+)
+
+
+@register
+class InputsToModelDevice(NeuronLoaderRule):
+    """The tokenizer's tensors follow the model to its device. optimum-neuron's compiled models took
+    CPU tensors and copied them in; a stock model on ``device_map="neuron"`` needs its inputs on the
+    same device (``BatchEncoding.to`` / ``Tensor.to``), or the first forward fails with a device mismatch.
+    Pipelines move their inputs themselves and are left alone."""
+
+    meta = RuleMeta(
+        "NM308",
+        "tokenizer outputs moved to the migrated model's device",
+        safety=SAFE,
+        summary=(
+            'Where a model loaded from optimum-neuron now loads on "neuron", the return_tensors="pt" results '
+            "passed to its generate() or forward (`**inputs`, `input_ids=...`) get `.to(model.device)`."
+        ),
+        docs=(DOCS_HF_INFERENCE,),
+        triggers=OPTIMUM_TRIGGERS,
+        example=Example(
+            before=(
+                "from optimum.neuron import NeuronModelForSequenceClassification\n\n"
+                "model = NeuronModelForSequenceClassification.from_pretrained(model_id)\n"
+                'inputs = tokenizer("hello", return_tensors="pt")\n'
+                "logits = model(**inputs).logits\n"
+            ),
+            after=(
+                "from transformers import AutoModelForSequenceClassification\n\n"
+                "# neuron-migrate(NM301): this must be the original checkpoint: a Neuron-compiled one (*.neuron "
+                "files) cannot be loaded\n"
+                'model = AutoModelForSequenceClassification.from_pretrained(model_id, device_map="neuron")\n'
+                'inputs = tokenizer("hello", return_tensors="pt")\n'
+                "logits = model(**inputs.to(model.device)).logits\n"
+            ),
+        ),
+    )
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call):
+        if not self.ctx.facts.get(LOADER_REGISTRY):
+            return updated
+        found = self.plan().get(id(original))
+        if found is None:
+            return updated
+        receiver, positions = found
+        device = cst.parse_expression(f"{receiver}.device")
+        args = list(updated.args)
+        for position in positions:
+            moved = cst.Call(func=cst.Attribute(value=args[position].value, attr=cst.Name("to")), args=[cst.Arg(device)])
+            args[position] = args[position].with_changes(value=moved)
+        self.ctx.confirm_safe()
+        self.ctx.note(f"the tokenizer's tensors move to {receiver}.device: the model now runs on the neuron device")
+        return updated.with_changes(args=args)
+
+    def plan(self) -> dict[int, tuple[str, list[int]]]:
+        """id(generate / forward call of a migrated model) -> (the model's code, arguments to move)."""
+        key = "optimum_inputs_plan"
+        if key not in self.ctx.facts:
+            self.ctx.facts[key] = self._plan()
+        return self.ctx.facts[key]  # type: ignore[return-value]
+
+    def _plan(self) -> dict[int, tuple[str, list[int]]]:
+        index = self.index()
+        models = [l for l in index.loads.values() if l.migrates and isinstance(l.rule, TransformersModelRule)]
+        if not models:
+            return {}
+        targets = {load.target for load in models if load.target}
+        out = {}
+        for call in index.scan.calls:
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "generate":
+                receiver = code_of(func.value)  # generate() is a model's, wherever it came from
+            elif isinstance(func, (cst.Name, cst.Attribute)) and code_of(func) in targets:
+                receiver = code_of(func)
+            else:
+                continue
+            positions = [n for n, arg in enumerate(call.args) if self._carries_cpu_tensors(index, arg, n)]
+            if positions:
+                out[id(call)] = (receiver, positions)
+        return out
+
+    @staticmethod
+    def _carries_cpu_tensors(index: LoaderIndex, arg: cst.Arg, position: int) -> bool:
+        """``**inputs``, ``input_ids=inputs["input_ids"]`` or a first positional made of the tokenizer's tensors."""
+        if arg.star == "**":
+            value = arg.value
+        elif arg.star or not (
+            (arg.keyword is None and position == 0) or (arg.keyword is not None and arg.keyword.value in TENSOR_KEYWORDS)
+        ):
+            return False
+        else:
+            # inputs["input_ids"], inputs.input_ids: the item of a BatchEncoding
+            value = arg.value.value if isinstance(arg.value, (cst.Subscript, cst.Attribute)) else arg.value
+        if returns_tensors(value):
+            return True
+        return isinstance(value, cst.Name) and index.cpu_tensors(value)
+
+
+@register
+class CompiledModelSettings(NeuronLoaderRule):
+    """``model.neuron_config`` held the settings a Neuron model was compiled with; a stock
+    transformers model has no such attribute (AttributeError). A shape the load call spelled out as
+    a number is that number now; anything else is for a human."""
+
+    meta = RuleMeta(
+        "NM307",
+        "`neuron_config` of a compiled Neuron model",
+        safety=REVIEW,
+        risks=frozenset({"performance"}),
+        summary=(
+            "`model.neuron_config.batch_size` (or sequence_length) becomes the number the load call compiled for; "
+            "other uses of neuron_config get a TODO: the caller now chooses the shapes it pads to."
+        ),
+        docs=(DOCS_WHAT_CHANGES, DOCS_STATIC_SHAPES),
+        triggers=OPTIMUM_TRIGGERS,
+        example=Example(
+            before=(
+                "from optimum.neuron import NeuronModelForCausalLM\n\n"
+                "model = NeuronModelForCausalLM.from_pretrained(model_id, export=True, batch_size=4)\n"
+                "prompts = prompts[: model.neuron_config.batch_size]\n"
+            ),
+            after=(
+                "from transformers import AutoModelForCausalLM\n\n"
+                "# neuron-migrate(NM302): static KV cache: keep batch 4; for serving use vLLM's Neuron backend\n"
+                'model = AutoModelForCausalLM.from_pretrained(model_id, device_map="neuron")\n'
+                'model.generation_config.cache_implementation = "static"\n'
+                "# neuron-migrate(NM307): 4 is the batch size the model was compiled for; a stock model has no "
+                "neuron_config: keep it only as the shape you pad inputs to\n"
+                "prompts = prompts[: 4]\n"
+            ),
+        ),
+    )
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
+        if not self.ctx.facts.get(LOADER_REGISTRY) or NEURON_CONFIG not in (original.attr.value, _inner_attr(original)):
+            return updated
+        index = self.index()
+        found = index.neuron_configs.get(id(original))
+        # Only where this file loaded a Neuron model that is now a stock one.
+        if found is None or not any(load.migrates for load in index.loads.values()):
+            return updated
+        load, field_name = found
+        value = self._compiled_value(load, field_name)
+        if value is None:
+            self.ctx.manual(
+                original,
+                f"`{code_of(original)}` is gone: a stock model has no compiled settings; use the batch size and "
+                "sequence length your inputs are padded to",
+            )
+            return updated
+        self.ctx.review(
+            f"{value} is the {field_name.replace('_', ' ')} the model was compiled for; a stock model has no "
+            "neuron_config: keep it only as the shape you pad inputs to"
+        )
+        self.ctx.note(f"{code_of(original)} -> {value} (the load call's {field_name})")
+        return cst.Integer(value)
+
+    @staticmethod
+    def _compiled_value(load: Load | None, field_name: str | None) -> str | None:
+        """The number the load call gave ``field_name`` (batch_size, sequence_length), if it did."""
+        if load is None or field_name is None or load.reading is None:
+            return None
+        value = ExportSettings.read(load.reading).shapes.get(field_name)
+        return value if value is not None and value.isdigit() else None
+
+
+def _inner_attr(node: cst.Attribute) -> str:
+    return node.value.attr.value if isinstance(node.value, cst.Attribute) else ""
 
 
 @register

@@ -26,6 +26,7 @@ from neuron_migrate.migrate.context import code_of, root_name
 from neuron_migrate.rules import hf_fields as hf
 from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleMeta, StatementReplacement, register
 from neuron_migrate.rules.calls import UNKNOWN, bind_args, keyword_arg, literal, new_keyword
+from neuron_migrate.rules.optimum_inference import FLASH_REVIEW, stock_loading_args
 from neuron_migrate.rules.optimum_names import optimum_names, with_methods
 from neuron_migrate.rules.xla_step import source_text, unwrap_with, with_args
 
@@ -736,9 +737,12 @@ class ArgumentsRule(RenameRule):
         edits = self.plan(original, entries, target, context={**context, **entries}, additions=not unread)
         edits.consumed = id(original) in facts.consumed_args
         if unread:
+            settings = 'torch_compile=True, torch_compile_backend="neuron"'
+            if target.sft and "padding_free" not in entries:
+                settings += ", padding_free=False"  # nothing was added: the spread may set it
             edits.reviews.append(
                 f"`**{unread[0]}` is not read here: drop its Neuron-only keys (e.g. tensor_parallel_size, zero_1) "
-                'and set torch_compile=True, torch_compile_backend="neuron"'
+                f"and set {settings}"
             )
         self.parallel(original, entries, target, edits)
         func = self.ctx.expr(self.stock_name(target))
@@ -823,7 +827,10 @@ class ArgumentsRule(RenameRule):
             elif target.sft and name == "padding_free":
                 if literal(value) is not False:
                     edits.values[name] = "False"
-                    edits.notes.append("padding_free=False kept: NeuronSFTConfig always forced it")
+                    edits.notes.append(
+                        f"padding_free={code_of(value).strip()} set to False: NeuronSFTConfig always forced it off "
+                        "(padding-free batches change shape)"
+                    )
             elif name in hf.RENAMED_FIELDS and self.accepts(node, target.owner, hf.RENAMED_FIELDS[name]):
                 new = hf.RENAMED_FIELDS[name]
                 if new in present:
@@ -849,6 +856,7 @@ class ArgumentsRule(RenameRule):
                 edits.add += [("torch_compile", "True"), ("torch_compile_backend", '"neuron"')]
             if target.sft and "padding_free" not in present:
                 edits.add.append(("padding_free", "False"))
+                edits.notes.append("padding_free=False added: NeuronSFTConfig always forced it off")
         return edits
 
     def reviewed_field(self, name, value, entries, edits: ArgumentEdits) -> None:
@@ -1100,8 +1108,8 @@ class NeuronSFTConfigToSFTConfig(ArgumentsRule):
         safety=REVIEW,
         risks=frozenset({"numerics", "performance", "collectives"}),
         summary=(
-            "Same field map as NM202; max_seq_length becomes max_length and padding_free=False is kept as "
-            "NeuronSFTConfig forced it. A literal tensor_parallel_size moves into model_init_kwargs as a "
+            "Same field map as NM202; max_seq_length becomes max_length and padding_free is set (or added) "
+            "False as NeuronSFTConfig forced it. A literal tensor_parallel_size moves into model_init_kwargs as a "
             "DistributedConfig. Review markers ask for pad_to_multiple_of (optimum-neuron padded to "
             "max_length) and flag bfd packing, which makes shapes vary."
         ),
@@ -1333,17 +1341,25 @@ class NeuronPeftToPeft(RenameRule):
         return updated.with_changes(func=self.ctx.expr(self.stock_name(self.targets[qname])))
 
 
-IS_MAIN_WORKER = frozenset(optimum_names("is_main_worker", "utils", "utils.misc", top_level=False))
+IS_MAIN_WORKER = frozenset(
+    {
+        *optimum_names("is_main_worker", "utils", "utils.misc", top_level=False),
+        # data-parallel rank 0 of tensor-parallel rank 0 of the last pipeline stage: global rank 0 once
+        # the model is sharded by DistributedConfig (which has no pipeline stages)
+        *optimum_names("is_logging_process", "models.training.training_utils", top_level=False),
+    }
+)
 IS_PRECOMPILATION = frozenset(optimum_names("is_precompilation", "utils", "utils.misc", top_level=False))
 
 
 @register
 class IsMainWorker(Rule):
-    """``is_main_worker()`` was "global rank 0, or no process group"; the expression says so directly."""
+    """``is_main_worker()`` was "global rank 0, or no process group" (and ``is_logging_process()`` is
+    that rank once DistributedConfig shards the model); the expression says so directly."""
 
     meta = RuleMeta(
         "NM209",
-        "is_main_worker() -> rank-0 check",
+        "is_main_worker() / is_logging_process() -> rank-0 check",
         safety=SAFE,
         risks=frozenset({"collectives"}),
         summary="Becomes `not dist.is_initialized() or dist.get_rank() == 0`, parenthesized where needed.",
@@ -1481,16 +1497,8 @@ class TrainingModelFromPretrained(Rule):
         drop = original.args.index(legacy_arg) if legacy_arg is not None else -1
         args = [arg for position, arg in enumerate(updated.args) if position != drop]
         keywords = {arg.keyword.value: arg for arg in args if arg.keyword}
-        if "torch_dtype" in keywords and "dtype" not in keywords:
-            # transformers 5 renamed it; the old name only warns
-            index = args.index(keywords["torch_dtype"])
-            args[index] = args[index].with_changes(keyword=cst.Name("dtype"))
-        reviews = []
-        attention = keywords.get("attn_implementation")
-        if attention is not None and literal(attention.value) == "flash_attention_2":
-            index = args.index(attention)
-            args[index] = attention.with_changes(value=cst.SimpleString('"sdpa"'))
-            reviews.append('flash_attention_2 was optimum-neuron\'s NKI kernel; "sdpa" is the stock path: check speed')
+        args, dropped, attention = stock_loading_args(args)
+        reviews = [attention] if attention else []
         if trn is None:
             self.ctx.manual(
                 original,
@@ -1517,7 +1525,8 @@ class TrainingModelFromPretrained(Rule):
         if reviews:
             self.ctx.review("; ".join(reviews))
         name = self.ctx.require_from_import("transformers", stock)
-        self.ctx.note(f"{qname.rsplit('.', 2)[1]}.from_pretrained -> transformers.{stock}.from_pretrained")
+        note = f"{qname.rsplit('.', 2)[1]}.from_pretrained -> transformers.{stock}.from_pretrained"
+        self.ctx.note(note + (f"; dropped {', '.join(dropped)}" if dropped else ""))
         func = updated.func.with_changes(value=self.ctx.expr(name))
         return with_args(updated.with_changes(func=func), args)
 
@@ -1696,16 +1705,61 @@ class TrnConfigAttribute(Rule):
 LAZY_LOAD = frozenset(optimum_names("lazy_load_for_parallelism", "distributed", "distributed.utils", top_level=False))
 
 
+LAZY_LOAD_PARAMS = ("tensor_parallel_size", "pipeline_parallel_size")
+
+
+class _AddDistributedConfig(cst.CSTTransformer):
+    """``distributed_config=...`` on the ``from_pretrained`` calls that choose no placement."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__()
+        self.code = code
+        self.added = 0
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        if not _is_model_load(updated):
+            return updated
+        if any(arg.keyword is not None and arg.keyword.value in ("distributed_config", "device_map") for arg in updated.args):
+            return updated
+        if any(arg.star for arg in updated.args):
+            return updated  # a **kwargs may place the model already
+        self.added += 1
+        return with_args(updated, [*updated.args, new_keyword("distributed_config", self.code)])
+
+
+# ``<Class>.from_pretrained`` loads that are not the model: nothing to shard.
+NOT_MODELS = ("Tokenizer", "Processor", "Config", "FeatureExtractor")
+
+
+def _is_model_load(call: cst.Call) -> bool:
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "from_pretrained"):
+        return False
+    owner = code_of(func.value).rsplit(".", 1)[-1]
+    return not any(word in owner for word in NOT_MODELS)
+
+
+def _count_loads(node: cst.CSTNode) -> int:
+    return sum(1 for child in _nodes(node) if isinstance(child, cst.Call) and _is_model_load(child))
+
+
 @register
 class LazyLoadForParallelism(Rule):
-    """optimum-neuron <= 0.1 ``with lazy_load_for_parallelism(...):`` delayed weight loading for its
-    parallelizer; from_pretrained with a DistributedConfig shards while loading."""
+    """optimum-neuron <= 0.1 ``with lazy_load_for_parallelism(tensor_parallel_size=N):`` kept the weights
+    on the meta device until its parallelizer sharded them. Now from_pretrained shards while loading
+    when given ``distributed_config=DistributedConfig(tp_size=N)``; without it the model would load
+    whole on every rank (tensor parallelism silently turned into data parallelism)."""
 
     meta = RuleMeta(
         "NM214",
-        "`with lazy_load_for_parallelism(...):` unwrapped",
-        safety=SAFE,
-        summary="The body runs as ordinary code; sharding is from_pretrained(..., distributed_config=...)'s job.",
+        "`with lazy_load_for_parallelism(...):` unwrapped, its sizes passed to from_pretrained",
+        safety=REVIEW,
+        risks=frozenset({"collectives", "performance"}),
+        summary=(
+            "The body runs as ordinary code. With a tensor-parallel size, the one from_pretrained in the block "
+            "gets distributed_config=DistributedConfig(tp_size=N) (launch with torchrun); a pipeline-parallel size, "
+            "or no single load to give it to, leaves the step in the marker."
+        ),
         docs=(DOCS_DISTRIBUTED_CONFIG, DOCS_DISTRIBUTED),
         triggers=TRIGGERS,
         example=Example(
@@ -1714,12 +1768,86 @@ class LazyLoadForParallelism(Rule):
                 "with lazy_load_for_parallelism(tensor_parallel_size=8):\n"
                 "    model = AutoModelForCausalLM.from_pretrained(model_id)\n"
             ),
-            after="model = AutoModelForCausalLM.from_pretrained(model_id)\n",
+            after=(
+                "from transformers.distributed import DistributedConfig\n\n"
+                "# neuron-migrate(NM214): tensor parallel over 8 NeuronCores: launch with torchrun --nproc-per-node 8\n"
+                "model = AutoModelForCausalLM.from_pretrained(model_id, distributed_config=DistributedConfig(tp_size=8))\n"
+            ),
         ),
     )
 
     def leave_With(self, original: cst.With, updated: cst.With):
-        return unwrap_with(self, original, updated, LAZY_LOAD)
+        call = next(
+            (
+                item.item
+                for item in original.items
+                if isinstance(item.item, cst.Call) and self.ctx.any_qualified_name(item.item.func, LAZY_LOAD)
+            ),
+            None,
+        )
+        if call is None:
+            return updated
+        sizes = self._sizes(call)
+        if sizes is None:
+            return self._unwrapped(
+                original,
+                updated,
+                "the parallel sizes are not readable here: pass distributed_config=DistributedConfig(tp_size=N) "
+                "(transformers.distributed) to the model's from_pretrained and launch with torchrun",
+            )
+        if not sizes or not _count_loads(updated.body):
+            return self._unwrapped(original, updated, "")  # nothing loaded here to shard
+        tp = sizes.get("tp_size")
+        if "pp_size" in sizes or tp is None or _count_loads(updated.body) != 1:
+            return self._unwrapped(original, updated, self._next_step(sizes))
+        config = self.ctx.require_from_import("transformers.distributed", "DistributedConfig")
+        adder = _AddDistributedConfig(f"{config}(tp_size={tp})")
+        body = updated.body.visit(adder)
+        if not adder.added:
+            return self._unwrapped(original, updated, self._next_step(sizes))
+        count = tp if tp.isdigit() else f"`{tp}`"
+        review = f"tensor parallel over {count} NeuronCores: launch with torchrun --nproc-per-node {count}"
+        return self._unwrapped(original, updated.with_changes(body=body), review, manual=False)
+
+    @staticmethod
+    def _next_step(sizes: dict[str, str]) -> str:
+        what = ", ".join(f"{k}={v}" for k, v in sizes.items())
+        step = f"it sharded the model loaded here ({what}): "
+        if "tp_size" in sizes:
+            step += (
+                f"pass distributed_config=DistributedConfig(tp_size={sizes['tp_size']}) (transformers.distributed) "
+                "to the model's from_pretrained and launch with torchrun"
+            )
+        if "pp_size" in sizes:
+            step += "; " if "tp_size" in sizes else ""
+            step += "DistributedConfig has no pipeline stages: split the model with torch.distributed.pipelining"
+        return step
+
+    def _unwrapped(self, original: cst.With, updated: cst.With, message: str, manual: bool = True):
+        new = unwrap_with(self, original, updated, LAZY_LOAD)
+        if new is updated:
+            return updated
+        if not message:
+            self.ctx.confirm_safe()
+        elif manual:
+            self.ctx.todo(message)
+        else:
+            self.ctx.review(message)
+        self.ctx.note("`with lazy_load_for_parallelism(...)` removed: from_pretrained shards while loading")
+        return new
+
+    @staticmethod
+    def _sizes(call: cst.Call) -> dict[str, str] | None:
+        """DistributedConfig sizes (tp_size, pp_size) that are not 1, as code; None when unreadable."""
+        bound = bind_args(call, LAZY_LOAD_PARAMS)
+        if bound is None:
+            return None
+        sizes = {}
+        for param, size in zip(LAZY_LOAD_PARAMS, ("tp_size", "pp_size")):
+            arg = bound.get(param)
+            if arg is not None and literal(arg.value, single_token=True) != 1:
+                sizes[size] = code_of(arg.value).strip()
+        return sizes
 
 
 PARALLEL_NEXT_STEP = {
@@ -1792,6 +1920,51 @@ class ModelParallelismHelpers(Rule):
         name = PARALLEL_MANUAL[qname]
         self.ctx.manual(original, f"{name} has no TorchNeuron counterpart: {PARALLEL_NEXT_STEP[name]}")
         return updated
+
+
+# optimum-neuron training helpers with a same-signature transformers twin
+TRAINING_HELPERS = {
+    qname: ("transformers.trainer_pt_utils", "get_model_param_count")
+    for qname in optimum_names(
+        "get_model_param_count", "models.training.training_utils", "utils.training_utils", top_level=False
+    )
+}
+
+
+@register
+class TrainingHelpersToTransformers(Rule):
+    """``get_model_param_count(model, trainable_only=False)`` counted the whole model across tensor-parallel
+    shards; transformers' own (``trainer_pt_utils``) counts DTensor parameters at their global size, so the
+    count is the same."""
+
+    meta = RuleMeta(
+        "NM220",
+        "get_model_param_count -> transformers.trainer_pt_utils.get_model_param_count",
+        safety=SAFE,
+        summary="The same signature and count from transformers, which the Trainer itself uses.",
+        docs=(DOCS_TRAINING_ARGS,),
+        triggers=TRIGGERS,
+        example=Example(
+            before=(
+                "from optimum.neuron.models.training.training_utils import get_model_param_count\n\n"
+                "trainable = get_model_param_count(model, trainable_only=True)\n"
+            ),
+            after=(
+                "import transformers.trainer_pt_utils\n\n"
+                "trainable = transformers.trainer_pt_utils.get_model_param_count(model, trainable_only=True)\n"
+            ),
+        ),
+    )
+    references = dict.fromkeys(TRAINING_HELPERS, "stock")
+    calls = dict.fromkeys(TRAINING_HELPERS, "stock_call")
+
+    def stock(self, original, updated, qname: str):
+        module, name = TRAINING_HELPERS[qname]
+        self.ctx.note(f"{qname.rsplit('.', 1)[1]} -> {module}.{name}")
+        return self.ctx.expr(self.ctx.require_from_import(module, name))
+
+    def stock_call(self, original, updated, qname: str):
+        return updated.with_changes(func=self.stock(original.func, updated.func, qname))
 
 
 PATCH_TRANSFORMERS = frozenset(
@@ -1899,6 +2072,178 @@ class TrainingStartupSettings(Rule):
 
 
 # optimum.neuron.utils public names (0.4.5 _import_structure) -> the next step for each.
+def imports_optimum_neuron(ctx) -> bool:
+    modules = [*ctx.existing_imports, *(module for module, _ in ctx.existing_from_imports)]
+    return any(module == "optimum.neuron" or module.startswith("optimum.neuron.") for module in modules)
+
+
+@register
+class FlashAttentionDefault(Rule):
+    """A ``"flash_attention_2"`` default of an optimum-neuron script (an argparse option, a dataclass
+    field) chose optimum-neuron's NKI attention kernel. It now reaches a stock ``from_pretrained``,
+    where the name means the CUDA flash-attn package; ``"sdpa"`` is the stock path on neuron."""
+
+    meta = RuleMeta(
+        "NM218",
+        'a "flash_attention_2" default of an optimum-neuron script becomes "sdpa"',
+        safety=REVIEW,
+        risks=frozenset({"performance"}),
+        summary=(
+            'In a file that imports optimum.neuron, default="flash_attention_2" of add_argument() / field(), and '
+            'a class field defaulting to it, become "sdpa": transformers would ask for the CUDA flash-attn package.'
+        ),
+        docs=(DOCS_HF, "https://huggingface.co/docs/transformers/attention_interface"),
+        triggers=TRIGGERS,
+        example=Example(
+            before=(
+                "from optimum.neuron import NeuronTrainer\n\n"
+                'parser.add_argument("--attn_implementation", default="flash_attention_2")\n'
+            ),
+            after=(
+                "# neuron-migrate(NM218): flash_attention_2 was optimum-neuron's NKI kernel; in stock transformers it "
+                'is the CUDA flash-attn package: "sdpa" is the stock path on neuron, check speed\n'
+                'parser.add_argument("--attn_implementation", default="sdpa")\n'
+            ),
+        ),
+    )
+    DEFAULT_TAKERS = ("add_argument", "field")
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call):
+        func = original.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+        if name not in self.DEFAULT_TAKERS or not imports_optimum_neuron(self.ctx):
+            return updated
+        args = list(updated.args)
+        for position, arg in enumerate(args):
+            if arg.keyword is not None and arg.keyword.value == "default" and self._is_flash(arg.value):
+                args[position] = arg.with_changes(value=self._sdpa(arg.value))
+                self._report()
+                return updated.with_changes(args=args)
+        return updated
+
+    def leave_AnnAssign(self, original: cst.AnnAssign, updated: cst.AnnAssign):
+        if updated.value is None or not self._is_flash(updated.value) or not imports_optimum_neuron(self.ctx):
+            return updated
+        self._report()
+        return updated.with_changes(value=self._sdpa(updated.value))
+
+    @staticmethod
+    def _is_flash(value: cst.BaseExpression) -> bool:
+        return isinstance(value, cst.SimpleString) and value.evaluated_value == hf.FLASH_ATTENTION
+
+    @staticmethod
+    def _sdpa(value: cst.SimpleString) -> cst.SimpleString:
+        return value.with_changes(value=f"{value.quote}{hf.NEURON_ATTENTION}{value.quote}")
+
+    def _report(self) -> None:
+        self.ctx.review(FLASH_REVIEW)
+        self.ctx.note(f'default "{hf.FLASH_ATTENTION}" -> "{hf.NEURON_ATTENTION}"')
+
+
+# optimum.neuron.utils.testing_utils decorator -> the pytest mark it set besides skipping without Neuron
+TEST_DECORATORS = {"requires_neuronx": None, "is_trainium_test": "is_trainium_test",
+                   "is_inferentia_test": "is_inferentia_test", "slow": "slow"}  # fmt: skip
+TESTING_UTILS = {
+    qname: name
+    for name in TEST_DECORATORS
+    for qname in optimum_names(name, "utils.testing_utils", top_level=False)
+}
+SKIP_DECORATOR = "requires_neuron_device"
+SKIP_WHY = "optimum-neuron's test decorators skipped a test without a Neuron device; this one does the same"
+
+
+@register
+class TestDecorators(Rule):
+    """``@requires_neuronx`` / ``@is_trainium_test`` / ``@is_inferentia_test`` / ``@slow`` of
+    ``optimum.neuron.utils.testing_utils`` skipped a test unless the Neuron compiler was installed
+    (``unittest.skipUnless``) and set a pytest mark. The same skip, on the device TorchNeuron exposes
+    as ``torch.neuron``, and the same mark."""
+
+    meta = RuleMeta(
+        "NM219",
+        "optimum-neuron test decorators -> a skip without a Neuron device and the pytest mark",
+        safety=SAFE,
+        summary=(
+            "One module-level `requires_neuron_device = unittest.skipUnless(torch.neuron.is_available(), ...)` "
+            "replaces @requires_neuronx; @is_trainium_test, @is_inferentia_test and @slow become that skip plus "
+            "their pytest mark."
+        ),
+        docs=("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/api/torch-neuron-module.html",),
+        triggers=TRIGGERS,
+        example=Example(
+            before=(
+                "from optimum.neuron.utils.testing_utils import is_trainium_test\n\n"
+                "@is_trainium_test\n"
+                "def test_train():\n"
+                "    train()\n"
+            ),
+            after=(
+                "import pytest\n"
+                "import torch\n"
+                "import unittest\n\n"
+                f"# {SKIP_WHY}\n"
+                f"{SKIP_DECORATOR} = unittest.skipUnless(\n"
+                '    hasattr(torch, "neuron") and torch.neuron.is_available(), "test requires a Neuron device"\n'
+                ")\n\n\n"
+                "@pytest.mark.is_trainium_test\n"
+                f"@{SKIP_DECORATOR}\n"
+                "def test_train():\n"
+                "    train()\n"
+            ),
+        ),
+    )
+    references = dict.fromkeys(TESTING_UTILS, "decorator")
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.decorators: set[int] = set()  # id of every bare decorator expression
+        self.marked: set[int] = set()  # decorators that became a mark: the skip goes after them
+
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        self.decorators.add(id(node.decorator))
+
+    def decorator(self, original, updated, qname: str):
+        name = TESTING_UTILS[qname]
+        if id(original) not in self.decorators:
+            self.ctx.manual(original, f"{name} is an optimum-neuron test helper: decorate with {SKIP_DECORATOR} instead")
+            return updated
+        torch = self.ctx.require_import("torch")
+        unittest = self.ctx.require_import("unittest")
+        skip = (
+            f"{SKIP_DECORATOR} = {unittest}.skipUnless(\n"
+            f'    hasattr({torch}, "neuron") and {torch}.neuron.is_available(), "test requires a Neuron device"\n)'
+        )
+        self.ctx.add_setup(original, skip, SKIP_WHY, unless=f"{SKIP_DECORATOR} =")
+        mark = TEST_DECORATORS[name]
+        self.ctx.note(f"@{name} -> @{SKIP_DECORATOR}" + (f" and @pytest.mark.{mark}" if mark else ""))
+        if mark is None:
+            return cst.Name(SKIP_DECORATOR)
+        self.marked.add(id(original))
+        return self.ctx.expr(f"{self.ctx.require_import('pytest')}.mark.{mark}")
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
+        return self._with_skips(original, updated)
+
+    def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef):
+        return self._with_skips(original, updated)
+
+    def _with_skips(self, original, updated):
+        if not any(id(d.decorator) in self.marked for d in original.decorators):
+            return updated
+        decorators = []
+        has_skip = any(code_of(d.decorator) == SKIP_DECORATOR for d in updated.decorators)
+        for before, after in zip(original.decorators, updated.decorators):
+            decorators.append(after)
+            if id(before.decorator) in self.marked and not has_skip:
+                decorators.append(cst.Decorator(decorator=cst.Name(SKIP_DECORATOR)))
+                has_skip = True  # one skip is enough for several marks
+        if len(decorators) == len(updated.decorators):
+            return updated
+        self.ctx.confirm_safe()
+        self.ctx.note(f"@{SKIP_DECORATOR} added after the pytest mark")
+        return updated.with_changes(decorators=decorators)
+
+
 NO_COUNTERPART = "it has no TorchNeuron counterpart: delete this use"
 EXPORT_ARGUMENTS = "it fed the ahead-of-time export; TorchNeuron compiles on first call: delete this use"
 ARTIFACT_NAME = "it names compiled artifacts TorchNeuron does not write: delete this use"
