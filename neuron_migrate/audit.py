@@ -61,7 +61,8 @@ def audit(paths: Sequence[Path | str], config: Config, progress=None) -> Report:
         if progress is not None:
             progress(done, len(tasks), task.path)
 
-    for result in _legacy_results(paths, config):
+    legacy = _legacy_pass(paths, config)
+    for result in legacy.files:
         target = files.setdefault(result.path, FileResult(result.path))
         target.findings[:0] = [as_audit_finding(f) for f in result.findings]
         if result.status == FAILED and target.status != FAILED:
@@ -73,7 +74,7 @@ def audit(paths: Sequence[Path | str], config: Config, progress=None) -> Report:
         path = display_path(error.path, cwd)
         files[path] = FileResult(path, FAILED, error=f"{path}: {error.reason}")
 
-    report = Report(tool_version=__version__, command=COMMAND, mode="static")
+    report = Report(tool_version=__version__, command=COMMAND, mode="static", warnings=legacy.warnings)
     report.files = sorted(files.values(), key=lambda r: r.path)
     for result in report.files:
         result.findings.sort(key=lambda f: (f.cell or 0, f.span.line, f.span.column, f.rule))
@@ -143,11 +144,11 @@ def _no_setup() -> None:
     """Workers need nothing prepared: the checks import on first use."""
 
 
-def _legacy_results(paths, config: Config) -> list[FileResult]:
+def _legacy_pass(paths, config: Config) -> Report:
     """The rewrite engine in check mode: every legacy API left, with the edit that migrates it."""
     from neuron_migrate.migrate.runner import run
 
-    return run(paths, config, mode="check").files
+    return run(paths, config, mode="check")
 
 
 def as_audit_finding(finding: Finding) -> Finding:

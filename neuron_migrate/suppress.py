@@ -28,3 +28,13 @@ def is_suppressed(suppressed: dict[int, frozenset[str] | None], rule_id: str, li
             if ids is None or rule_id in ids:
                 return True
     return False
+
+
+def unknown_ids(source: str, known: set[str]) -> list[tuple[int, str]]:
+    """(line, id) of every id an ignore comment names that is no rule or hazard id (a typo silences nothing)."""
+    return sorted(
+        (line, rule_id)
+        for line, ids in suppressed_lines(source).items()
+        for rule_id in ids or ()
+        if rule_id not in known
+    )

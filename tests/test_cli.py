@@ -606,3 +606,14 @@ def test_progress_shows_the_end_of_a_long_path():
         assert shown.endswith("deep/train_step.py") and shown.startswith("…")
         assert len(shown) <= 100 - terminal.PROGRESS_FIXED_WIDTH
         assert progress._fitted("a.py") == "a.py"
+
+
+def test_an_ignore_comment_naming_no_known_rule_is_warned_about(cli, project):
+    (project / "typo.py").write_text(
+        "import torch_xla.core.xla_model as xm\n\nxm.mark_step()  # neuron-migrate: ignore[NM11O,NM113]\n",
+        encoding="utf-8",
+    )
+    for command in (["rewrite", "--check"], ["audit"]):
+        result = CliRunner().invoke(app, [*command, str(project / "typo.py")])
+        assert "typo.py:3: `neuron-migrate: ignore[NM11O]` names no known rule (did you mean NM110" in result.stderr
+        assert "ignore[NM113]" not in result.stderr

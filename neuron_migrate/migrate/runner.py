@@ -85,6 +85,7 @@ def run(
         files.append(FileResult(path, FAILED, error=f"{path}: {error.reason}"))
     report = Report(tool_version=__version__, command=COMMAND, mode=mode, rules=summary.rules)
     report.files = sorted(files, key=lambda r: r.path)
+    report.warnings = results.warnings
     report.duration_seconds = time.perf_counter() - started
     return report
 
@@ -102,6 +103,7 @@ class _Results:
         self.keys: dict[int, str] = {}
         self.done = 0
         self.extra_ignores: Callable[[SourceFile], tuple[str, ...]] = lambda source: ()
+        self.warnings: list[str] = []
 
     def settle_cheaply(self, prefilter: Prefilter) -> list[Task]:
         """Settle every file a byte scan or the cache can; return the ones that need the engine."""
@@ -112,6 +114,8 @@ class _Results:
             except OSError as exc:
                 self._finish(index, FileResult(path, FAILED, error=f"{path}: cannot be read: {exc.strerror or exc}"))
                 continue
+            if b"neuron-migrate: ignore[" in data:
+                self.warnings.extend(_unknown_ignores(path, data))
             if not prefilter(data):
                 self._finish(index, FileResult(path))
                 continue
@@ -163,6 +167,19 @@ class _Results:
                 result.status = FAILED
                 result.error = f"{task.path}: cannot be written, left unchanged: {exc.strerror or exc}"
         return result
+
+
+def _unknown_ignores(path: str, data: bytes) -> list[str]:
+    """Ignore comments that name an id no rule or hazard has, as ruff warns about unknown codes."""
+    from neuron_migrate.rules.catalog import close_ids, known_ids
+    from neuron_migrate.suppress import unknown_ids
+
+    out = []
+    for line, rule_id in unknown_ids(data.decode("utf-8", "replace"), set(known_ids())):
+        near = close_ids(rule_id, limit=3)
+        hint = f" (did you mean {', '.join(near)}?)" if near else ""
+        out.append(f"{path}:{line}: `neuron-migrate: ignore[{rule_id}]` names no known rule{hint}; it silences nothing")
+    return out
 
 
 def display_path(path: Path, cwd: Path) -> str:

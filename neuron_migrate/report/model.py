@@ -149,6 +149,9 @@ class Report:
     files: list[FileResult] = field(default_factory=list)
     rules: dict[str, dict[str, Any]] = field(default_factory=dict)
     duration_seconds: float = 0.0
+    # Problems with the run's own input that are not findings (an ignore comment naming no known id);
+    # the terminal prints them as warnings.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def findings(self) -> list[Finding]:

@@ -138,6 +138,8 @@ class Terminal:
         for fr in report.files:
             if fr.status == FAILED:
                 print(error_line(fr.path, fr.error), file=self.err)
+        for warning in report.warnings:
+            print(f"neuron-migrate: warning: {warning}", file=self.err)
 
     def show(self, report: Report, report_path: str | None = None) -> None:
         """Everything after the run: errors on stderr, then findings and summary."""
