@@ -658,7 +658,8 @@ class AllReduceToDist(DistributedRule):
 # ----- NM126: all_gather ------------------------------------------------------------------------------------
 @register
 class AllGatherToAllGatherSingle(DistributedRule):
-    """y = xm.all_gather(x) (dim 0) -> dist.all_gather_single into a new tensor.
+    """y = xm.all_gather(x) (dim 0) -> dist.all_gather_single into a new tensor; y = xm.all_gather(x, dim=d)
+    -> dist.all_gather into one part per rank, then torch.cat on d.
 
     PyTorch 2.13, the oldest release TorchNeuron runs on, deprecates all_gather_into_tensor in
     favour of all_gather_single (same collective, same arguments).
@@ -671,7 +672,8 @@ class AllGatherToAllGatherSingle(DistributedRule):
         risks=frozenset({"collectives"}),
         summary=(
             "Along dim 0 the gathered tensor is every rank's tensor stacked in rank order, which is what "
-            "all_gather_single writes; other dims, replica groups and lists are left to a human."
+            "all_gather_single writes; along another dim it is dist.all_gather's parts concatenated on that "
+            "dim. Replica groups, `output=` and lists are left to a human."
         ),
         docs=(DOCS_DIST_API, DOCS_DISTRIBUTED),
         example=Example(
@@ -706,8 +708,6 @@ class AllGatherToAllGatherSingle(DistributedRule):
             return self.manual(original, updated, f"replica groups: pass `group=dist.new_group(ranks)`; {fallback}")
         if not is_absent_or(bound, "output", None):
             return self.manual(original, updated, "into `output`: `dist.all_gather_single(output, value)`")
-        if not is_absent_or(bound, "dim", 0):
-            return self.manual(original, updated, f"gathers along another dim than 0; {fallback}")
         shape = self.shape(original)
         value = bound["value"].value
         if shape is None or shape[0] == "bare" or isinstance(value, (cst.List, cst.Tuple)):
@@ -725,20 +725,83 @@ class AllGatherToAllGatherSingle(DistributedRule):
             source = code_of(value)
         direct = kind == "assign" and isinstance(target, cst.Name) and target.value not in names_in(value)
         result = code_of(target) if direct else self.fresh_name("gathered")
-        dist = self.dist
+        dim = None if is_absent_or(bound, "dim", 0) else code_of(bound["dim"].value)
         lines += [
-            f"if {dist}.is_initialized():",
-            f"\t{result} = {source}.new_empty(({dist}.get_world_size() * {source}.shape[0], *{source}.shape[1:]))",
-            f"\t{dist}.all_gather_single({result}, {source})",
+            f"if {self.dist}.is_initialized():",
+            *(self.gather_single(result, source) if dim is None else self.gather_parts(result, source, dim)),
             "else:",
             f"\t{result} = {source}.clone()",
         ]
         if not direct:
             lines.append(f"return {result}" if kind == "return" else f"{code_of(target)} = {result}")
+        collective = "all_gather_single" if dim is None else "dist.all_gather"
         self.ctx.review(
-            "all_gather_single needs one tensor of the same shape on every rank (xm.all_gather also took lists)"
+            f"{collective} needs one tensor of the same shape on every rank (xm.all_gather also took lists)"
         )
         return self.replace_with(original, lines)
+
+    def gather_single(self, result: str, source: str) -> list[str]:
+        """Along dim 0 the output is the ranks' tensors stacked in rank order: one all_gather_single."""
+        dist = self.dist
+        return [
+            f"\t{result} = {source}.new_empty(({dist}.get_world_size() * {source}.shape[0], *{source}.shape[1:]))",
+            f"\t{dist}.all_gather_single({result}, {source})",
+        ]
+
+    def gather_parts(self, result: str, source: str, dim: str) -> list[str]:
+        """Along another dim: one part per rank, concatenated in rank order on ``dim``."""
+        dist, torch = self.dist, self.torch
+        parts = self.fresh_name("parts")
+        return [
+            f"\t{parts} = [{torch}.empty_like({source}) for _ in range({dist}.get_world_size())]",
+            f"\t{dist}.all_gather({parts}, {source})",
+            f"\t{result} = {torch}.cat({parts}, dim={dim})",
+        ]
+
+
+# ----- NM133: the gradients an all-reduce averages ------------------------------------------------------
+@register
+class FetchGradientsToComprehension(DistributedRule):
+    """xm._fetch_gradients(optimizer) -> the ``.grad.data`` of its parameters that have a gradient."""
+
+    meta = RuleMeta(
+        "NM133",
+        "xm._fetch_gradients() -> the gradients of the optimizer's param groups",
+        safety=SAFE,
+        risks=frozenset({"collectives"}),
+        summary=(
+            "xm._fetch_gradients walked the optimizer's param groups and listed `p.grad.data` of every "
+            "parameter with a gradient; the comprehension does the same in plain PyTorch."
+        ),
+        docs=("https://pytorch.org/docs/stable/optim.html",),
+        example=Example(
+            before=(
+                "import torch_xla.core.xla_model as xm\n\n"
+                "gradients = xm._fetch_gradients(optimizer)\n"
+            ),
+            after=(
+                'gradients = [p.grad.data for group in optimizer.param_groups for p in group["params"] '
+                "if p.grad is not None]\n"
+            ),
+        ),
+    )
+    calls = {f"{XM}._fetch_gradients": "to_comprehension"}
+
+    def to_comprehension(self, original: cst.Call, updated: cst.Call, qname: str):
+        bound = bind_args(updated, ("optimizer",))
+        if bound is None or "optimizer" not in bound:
+            return self.manual(
+                original,
+                updated,
+                'arguments not understood; use `[p.grad.data for group in optimizer.param_groups for p in '
+                'group["params"] if p.grad is not None]`',
+            )
+        # The comprehension's own scope keeps `group` and `p` from touching the caller's names.
+        optimizer = receiver(bound["optimizer"].value)
+        code = (
+            f'[p.grad.data for group in {optimizer}.param_groups for p in group["params"] if p.grad is not None]'
+        )
+        return keep_parens(self.ctx.expr(code), updated)
 
 
 # ----- NM128: process group backend ------------------------------------------------------------------------
