@@ -220,7 +220,8 @@ def _flat(value):
 @pytest.mark.slow
 @pytest.mark.parametrize("nproc", [2, 1])
 def test_migrated_collectives_compute_what_torch_xla_computed(tmp_path, nproc):
-    """xm.all_reduce (scaled, max, the optimizer's gradients in place) and xm.all_gather (dims 0, 1, -1):
+    """xm.all_reduce (scaled, max, the optimizer's gradients in place), xm.all_gather (dims 0, 1, -1) and
+    xm.collective_broadcast:
     the legacy script under torchrun against the torch_xla double, then migrated on the emulated device."""
     legacy = tmp_path / "legacy.py"
     shutil.copy(PROGRAMS / "legacy_collectives.py", legacy)
@@ -246,8 +247,9 @@ def test_migrated_collectives_compute_what_torch_xla_computed(tmp_path, nproc):
         before = json.loads((tmp_path / f"xla.{rank}.json").read_text())
         after = json.loads((tmp_path / f"neuron.{rank}.json").read_text())
         assert after["device"] == "neuron" and after["world"] == before["world"] == nproc
-        for key in ("total", "peak", "rows", "columns", "middle", "gradients"):
+        for key in ("total", "peak", "rows", "columns", "middle", "shared", "gradients"):
             _close(_flat(after[key]), _flat(before[key]))
-    if nproc == 2:
-        # Every rank's tensor made it into the gather, in rank order.
-        assert _flat(before["columns"]) == [0.0, 1.0, 2.0, 10.0, 11.0, 12.0, 3.0, 4.0, 5.0, 13.0, 14.0, 15.0]
+        if nproc == 2:
+            # Every rank's tensor made it into the gather, in rank order; the broadcast left rank 1's values.
+            assert _flat(before["columns"]) == [0.0, 1.0, 2.0, 10.0, 11.0, 12.0, 3.0, 4.0, 5.0, 13.0, 14.0, 15.0]
+            assert _flat(before["shared"])[:6] == [10.0, 11.0, 12.0, 13.0, 14.0, 15.0]

@@ -804,6 +804,77 @@ class FetchGradientsToComprehension(DistributedRule):
         return keep_parens(self.ctx.expr(code), updated)
 
 
+# ----- NM134: collective_broadcast -------------------------------------------------------------------------
+BROADCAST_IN_PLACE = "broadcast in place: `for t in tensors: dist.broadcast(t, src=root_ordinal)`"
+
+
+@register
+class CollectiveBroadcastToBroadcast(DistributedRule):
+    """xm.collective_broadcast(tensors, root_ordinal=r) -> dist.broadcast(t, src=r) for each tensor."""
+
+    meta = RuleMeta(
+        "NM134",
+        "xm.collective_broadcast() -> dist.broadcast()",
+        safety=REVIEW,
+        risks=frozenset({"collectives"}),
+        summary=(
+            "collective_broadcast overwrote each tensor of the list with the root replica's values, in place "
+            "(zeroing the others and summing); dist.broadcast copies the root rank's tensor the same way."
+        ),
+        docs=(DOCS_DIST_API, DOCS_DISTRIBUTED),
+        example=Example(
+            before=(
+                "import torch_xla.core.xla_model as xm\n\n"
+                "xm.collective_broadcast([seed], root_ordinal=0)\n"
+            ),
+            after=(
+                "import torch.distributed as dist\n\n"
+                "# neuron-migrate(NM134): skipped while no process group is initialized: init it first\n"
+                "if dist.is_initialized():\n"
+                "    dist.broadcast(seed, src=0)\n"
+            ),
+        ),
+    )
+    calls = {f"{XM}.collective_broadcast": "to_broadcast"}
+    PARAMS = ("tensors", "root_ordinal", "groups", "pin_layout")
+
+    def to_broadcast(self, original: cst.Call, updated: cst.Call, qname: str):
+        bound = bind_args(updated, self.PARAMS)
+        if bound is None or "tensors" not in bound:
+            return self.manual(original, updated, f"arguments not understood; {BROADCAST_IN_PLACE}")
+        if not is_absent_or(bound, "groups", None, []):
+            return self.manual(
+                original,
+                updated,
+                "replica groups: build each with `dist.new_group(ranks)` and pass this rank's as `group=` "
+                f"(`src` stays the global rank root_ordinal); {BROADCAST_IN_PLACE}",
+            )
+        if self.shape(original) != ("bare", None):
+            return self.manual(original, updated, f"its value (None) is used; {BROADCAST_IN_PLACE}")
+        if self.keeps_legacy_arguments(original, updated):
+            return self.manual(original, updated, LEGACY_ARGUMENTS)
+        # Without groups the root ordinal is the global rank.
+        root = code_of(bound["root_ordinal"].value) if "root_ordinal" in bound else "0"
+        tensors = bound["tensors"].value
+        dist = self.dist
+        elements = tensors.elements if isinstance(tensors, (cst.List, cst.Tuple)) else None
+        if elements is not None and len(elements) == 1 and not isinstance(elements[0], cst.StarredElement):
+            self.ctx.review("skipped while no process group is initialized: init it first")
+            tensor = receiver(elements[0].value)
+            return self.replace_with(original, [f"if {dist}.is_initialized():", f"\t{dist}.broadcast({tensor}, src={root})"])
+        tensor = self.fresh_name("tensor")
+        check = "" if elements is not None else "the in-place loop assumes a list of tensors; "
+        self.ctx.review(f"{check}skipped while no process group is initialized: init it first")
+        return self.replace_with(
+            original,
+            [
+                f"if {dist}.is_initialized():",
+                f"\tfor {tensor} in {self.code_at(tensors, 1)}:",
+                f"\t\t{dist}.broadcast({tensor}, src={root})",
+            ],
+        )
+
+
 # ----- NM128: process group backend ------------------------------------------------------------------------
 INIT_PROCESS_GROUP = frozenset(
     {"torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group"}
@@ -1013,7 +1084,6 @@ COLLECTIVE_NEXT_STEPS = {
         "use `dist.reduce_scatter_single(out, input, op=dist.ReduceOp.SUM)` (scatters dim 0 into "
         "world_size parts; move `scatter_dim` to dim 0 first), then `out.mul_(scale)`"
     ),
-    f"{XM}.collective_broadcast": "broadcast in place: `for t in tensors: dist.broadcast(t, src=root_ordinal)`",
     f"{XM}.all_to_all": (
         "use `dist.all_to_all_single(output, input)` (splits and concatenates along dim 0; "
         "move split_dimension / concat_dimension to dim 0 first)"
@@ -1037,7 +1107,7 @@ DDP_NAMES = frozenset(
 
 @register
 class OtherCollectives(DistributedRule):
-    """reduce_scatter, collective_broadcast, all_to_all, send/recv: TODO with the torch.distributed call.
+    """reduce_scatter, all_to_all, collective_permute, send/recv: TODO with the torch.distributed call.
 
     ``xm.broadcast_master_param(model)`` is deleted when the file wraps models in DDP, whose
     constructor broadcasts rank 0's parameters and buffers.

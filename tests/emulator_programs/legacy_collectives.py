@@ -1,5 +1,6 @@
 """Legacy PyTorch/XLA collectives in the shapes real training code uses them: a scaled all-reduce of one
-tensor, a max, the in-place average of the optimizer's gradients, and gathers along dims 0, 1 and -1.
+tensor, a max, the in-place average of the optimizer's gradients, gathers along dims 0, 1 and -1 and a
+broadcast from the last rank.
 
 Each rank writes what it computed to ``OUT.<rank>.json``; the tests compare the torch_xla run (the test
 double) with the migrated run on the emulated device.
@@ -41,6 +42,8 @@ def _mp_fn(index, out):
     rows = xm.all_gather(value)
     columns = xm.all_gather(value, dim=-1)
     middle = xm.all_gather(cube, dim=1)
+    shared = [value.clone(), cube.clone()]
+    xm.collective_broadcast(shared, root_ordinal=world - 1)
     result = {
         "rank": rank,
         "world": world,
@@ -51,6 +54,7 @@ def _mp_fn(index, out):
         "rows": rows.cpu().tolist(),
         "columns": columns.cpu().tolist(),
         "middle": middle.cpu().tolist(),
+        "shared": [tensor.cpu().tolist() for tensor in shared],
         "gradients": averaged_gradients(rank, world, device),
     }
     with open(f"{out}.{rank}.json", "w", encoding="utf-8") as f:

@@ -114,6 +114,14 @@ def all_gather(value, dim=0, groups=None, output=None, pin_layout=True):
     return all_reduce(REDUCE_SUM, torch.nn.functional.pad(value, padding))
 
 
+def collective_broadcast(tensors, root_ordinal=0, groups=None, pin_layout=True):
+    # As in torch_xla: every replica but the root zeroes its tensors, then a sum leaves the root's values.
+    with torch.no_grad():
+        for tensor in tensors:
+            tensor.mul_(1 if get_ordinal() == root_ordinal else 0)
+    all_reduce(REDUCE_SUM, tensors)
+
+
 def _fetch_gradients(optimizer):
     return [p.grad.data for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
 
