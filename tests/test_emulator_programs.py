@@ -247,7 +247,7 @@ def test_migrated_collectives_compute_what_torch_xla_computed(tmp_path, nproc):
         before = json.loads((tmp_path / f"xla.{rank}.json").read_text())
         after = json.loads((tmp_path / f"neuron.{rank}.json").read_text())
         assert after["device"] == "neuron" and after["world"] == before["world"] == nproc
-        for key in ("total", "peak", "rows", "columns", "middle", "shared", "gradients"):
+        for key in ("total", "peak", "counts", "rows", "columns", "middle", "shared", "gradients"):
             _close(_flat(after[key]), _flat(before[key]))
         if nproc == 2:
             # Every rank's tensor made it into the gather, in rank order; the broadcast left rank 1's values.

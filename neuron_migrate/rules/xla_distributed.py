@@ -516,6 +516,13 @@ class MeshReduceToAllGatherObject(DistributedRule):
         )
 
 
+# xm collectives took `groups` as lists of replica ids; torch.distributed wants this rank's process group.
+SUBGROUPS_STEP = (
+    "replica groups: create them once on every rank, `group, _ = dist.new_subgroups_by_enumeration(groups)` "
+    "(outside any loop), and pass `group=group`"
+)
+
+
 # ----- NM125 / NM127: all_reduce and the reduce-op constants -------------------------------------------
 # xm.REDUCE_* values -> the torch.distributed.ReduceOp member
 REDUCE_OPS = {"sum": "SUM", "mul": "PRODUCT", "and": "BAND", "or": "BOR", "min": "MIN", "max": "MAX"}
@@ -592,11 +599,7 @@ class AllReduceToDist(DistributedRule):
         if bound is None or before is None or "reduce_type" not in bound or "inputs" not in bound:
             return self.manual(original, updated, f"arguments not understood; {fallback}")
         if not is_absent_or(bound, "groups", None, []):
-            return self.manual(
-                original,
-                updated,
-                "replica groups: build the group with `dist.new_group(ranks)` and pass `group=` to dist.all_reduce",
-            )
+            return self.manual(original, updated, f"{SUBGROUPS_STEP} to dist.all_reduce; {fallback}")
         shape = self.shape(original)
         if shape is None:
             return self.manual(original, updated, f"used inside an expression; {fallback}")
@@ -625,6 +628,8 @@ class AllReduceToDist(DistributedRule):
 
         kind, target = shape
         simple_target = kind == "return" or isinstance(target, (cst.Name, cst.Attribute, cst.Subscript))
+        if isinstance(inputs, (cst.List, cst.Tuple)) and simple_target:
+            return self.reduce_list(original, inputs, kind, target, op, scale, check_op)
         if isinstance(inputs, (cst.List, cst.Tuple)) or not simple_target:
             return self.manual(original, updated, f"not of the form `y = xm.all_reduce(op, x)`; {fallback}")
         result = self.fresh_name("reduced") if kind == "return" else code_of(target)
@@ -633,6 +638,17 @@ class AllReduceToDist(DistributedRule):
             lines.append(f"return {result}")
         what = f"`{code_of(inputs)}`" if is_plain_reference(inputs) else "the input"
         self.ctx.review(f"xm.all_reduce returned a new tensor for one input; check {what} is not a list{check_op}")
+        return self.replace_with(original, lines)
+
+    def reduce_list(self, original, inputs, kind, target, op, scale, check_op):
+        """``y = xm.all_reduce(op, [a, b])``: the list was reduced in place and returned itself."""
+        result = self.fresh_name("reduced") if kind == "return" else code_of(target)
+        tensor = self.fresh_name("tensor")
+        lines = self.reduce_lines(self.dist, tensor, op, scale, depth=1)
+        lines = [f"{result} = {self.code_at(inputs, 0)}", lines[0], f"\tfor {tensor} in {result}:", *lines[1:]]
+        if kind == "return":
+            lines.append(f"return {result}")
+        self.ctx.review(f"skipped while no process group is initialized: init it first{check_op}")
         return self.replace_with(original, lines)
 
     def reduce_op(self, before: cst.BaseExpression, after: cst.BaseExpression) -> tuple[str, bool]:
@@ -705,7 +721,7 @@ class AllGatherToAllGatherSingle(DistributedRule):
         if bound is None or "value" not in bound:
             return self.manual(original, updated, f"arguments not understood; {fallback}")
         if not is_absent_or(bound, "groups", None, []):
-            return self.manual(original, updated, f"replica groups: pass `group=dist.new_group(ranks)`; {fallback}")
+            return self.manual(original, updated, f"{SUBGROUPS_STEP} to dist.all_gather; {fallback}")
         if not is_absent_or(bound, "output", None):
             return self.manual(original, updated, "into `output`: `dist.all_gather_single(output, value)`")
         shape = self.shape(original)

@@ -1,6 +1,6 @@
 """Legacy PyTorch/XLA collectives in the shapes real training code uses them: a scaled all-reduce of one
-tensor, a max, the in-place average of the optimizer's gradients, gathers along dims 0, 1 and -1 and a
-broadcast from the last rank.
+tensor, a max, a list reduced in place, the in-place average of the optimizer's gradients, gathers along
+dims 0, 1 and -1 and a broadcast from the last rank.
 
 Each rank writes what it computed to ``OUT.<rank>.json``; the tests compare the torch_xla run (the test
 double) with the migrated run on the emulated device.
@@ -39,6 +39,7 @@ def _mp_fn(index, out):
     value, cube = local_values(rank, device)
     total = xm.all_reduce(xm.REDUCE_SUM, value, scale=0.5)
     peak = xm.all_reduce(xm.REDUCE_MAX, value)
+    counts = xm.all_reduce(xm.REDUCE_SUM, [value.clone(), cube.clone()], scale=2.0)
     rows = xm.all_gather(value)
     columns = xm.all_gather(value, dim=-1)
     middle = xm.all_gather(cube, dim=1)
@@ -51,6 +52,7 @@ def _mp_fn(index, out):
         "value": value.cpu().tolist(),
         "total": total.cpu().tolist(),
         "peak": peak.cpu().tolist(),
+        "counts": [tensor.cpu().tolist() for tensor in counts],
         "rows": rows.cpu().tolist(),
         "columns": columns.cpu().tolist(),
         "middle": middle.cpu().tolist(),
