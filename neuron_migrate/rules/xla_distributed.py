@@ -519,6 +519,13 @@ class MeshReduceToAllGatherObject(DistributedRule):
         )
 
 
+# xm collectives took `groups` as lists of replica ids; torch.distributed wants this rank's process group.
+SUBGROUPS_STEP = (
+    "replica groups: create them once on every rank, `group, _ = dist.new_subgroups_by_enumeration(groups)` "
+    "(outside any loop), and pass `group=group`"
+)
+
+
 # ----- NM125 / NM127: all_reduce and the reduce-op constants -------------------------------------------
 # xm.REDUCE_* values -> the torch.distributed.ReduceOp member
 REDUCE_OPS = {"sum": "SUM", "mul": "PRODUCT", "and": "BAND", "or": "BOR", "min": "MIN", "max": "MAX"}
@@ -614,11 +621,7 @@ class AllReduceToDist(DistributedRule):
         if bound is None or before is None or "reduce_type" not in bound or "inputs" not in bound:
             return self.manual(original, updated, f"arguments not understood; {fallback}")
         if not is_absent_or(bound, "groups", None, []):
-            return self.manual(
-                original,
-                updated,
-                "replica groups: build the group with `dist.new_group(ranks)` and pass `group=` to dist.all_reduce",
-            )
+            return self.manual(original, updated, f"{SUBGROUPS_STEP} to dist.all_reduce; {fallback}")
         shape = self.shape(original)
         if shape is None:
             return self.manual(original, updated, f"used inside an expression; {fallback}")
@@ -647,6 +650,8 @@ class AllReduceToDist(DistributedRule):
 
         kind, target = shape
         simple_target = kind == "return" or isinstance(target, (cst.Name, cst.Attribute, cst.Subscript))
+        if isinstance(inputs, (cst.List, cst.Tuple)) and simple_target:
+            return self.reduce_list(original, inputs, kind, target, op, scale, check_op)
         if isinstance(inputs, (cst.List, cst.Tuple)) or not simple_target:
             return self.manual(original, updated, f"not of the form `y = xm.all_reduce(op, x)`; {fallback}")
         result = self.fresh_name("reduced") if kind == "return" else code_of(target)
@@ -655,6 +660,17 @@ class AllReduceToDist(DistributedRule):
             lines.append(f"return {result}")
         what = f"`{code_of(inputs)}`" if is_plain_reference(inputs) else "the input"
         self.ctx.review(f"xm.all_reduce returned a new tensor for one input; check {what} is not a list{check_op}")
+        return self.replace_with(original, lines)
+
+    def reduce_list(self, original, inputs, kind, target, op, scale, check_op):
+        """``y = xm.all_reduce(op, [a, b])``: the list was reduced in place and returned itself."""
+        result = self.fresh_name("reduced") if kind == "return" else code_of(target)
+        tensor = self.fresh_name("tensor")
+        lines = self.reduce_lines(self.dist, tensor, op, scale, depth=1)
+        lines = [f"{result} = {self.code_at(inputs, 0)}", lines[0], f"\tfor {tensor} in {result}:", *lines[1:]]
+        if kind == "return":
+            lines.append(f"return {result}")
+        self.ctx.review(f"skipped while no process group is initialized: init it first{check_op}")
         return self.replace_with(original, lines)
 
     def reduce_op(self, before: cst.BaseExpression, after: cst.BaseExpression) -> tuple[str, bool]:
@@ -680,7 +696,8 @@ class AllReduceToDist(DistributedRule):
 # ----- NM126: all_gather ------------------------------------------------------------------------------------
 @register
 class AllGatherToAllGatherSingle(DistributedRule):
-    """y = xm.all_gather(x) (dim 0) -> dist.all_gather_single into a new tensor.
+    """y = xm.all_gather(x) (dim 0) -> dist.all_gather_single into a new tensor; y = xm.all_gather(x, dim=d)
+    -> dist.all_gather into one part per rank, then torch.cat on d.
 
     PyTorch 2.13, the oldest release TorchNeuron runs on, deprecates all_gather_into_tensor in
     favour of all_gather_single (same collective, same arguments).
@@ -693,7 +710,8 @@ class AllGatherToAllGatherSingle(DistributedRule):
         risks=frozenset({"collectives"}),
         summary=(
             "Along dim 0 the gathered tensor is every rank's tensor stacked in rank order, which is what "
-            "all_gather_single writes; other dims, replica groups and lists are left to a human."
+            "all_gather_single writes; along another dim it is dist.all_gather's parts concatenated on that "
+            "dim. Replica groups, `output=` and lists are left to a human."
         ),
         docs=(DOCS_DIST_API, DOCS_DISTRIBUTED),
         example=Example(
@@ -725,11 +743,9 @@ class AllGatherToAllGatherSingle(DistributedRule):
         if bound is None or "value" not in bound:
             return self.manual(original, updated, f"arguments not understood; {fallback}")
         if not is_absent_or(bound, "groups", None, []):
-            return self.manual(original, updated, f"replica groups: pass `group=dist.new_group(ranks)`; {fallback}")
+            return self.manual(original, updated, f"{SUBGROUPS_STEP} to dist.all_gather; {fallback}")
         if not is_absent_or(bound, "output", None):
             return self.manual(original, updated, "into `output`: `dist.all_gather_single(output, value)`")
-        if not is_absent_or(bound, "dim", 0):
-            return self.manual(original, updated, f"gathers along another dim than 0; {fallback}")
         shape = self.shape(original)
         value = bound["value"].value
         if shape is None or shape[0] == "bare" or isinstance(value, (cst.List, cst.Tuple)):
@@ -747,20 +763,154 @@ class AllGatherToAllGatherSingle(DistributedRule):
             source = code_of(value)
         direct = kind == "assign" and isinstance(target, cst.Name) and target.value not in names_in(value)
         result = code_of(target) if direct else self.fresh_name("gathered")
-        dist = self.dist
+        dim = None if is_absent_or(bound, "dim", 0) else code_of(bound["dim"].value)
         lines += [
-            f"if {dist}.is_initialized():",
-            f"\t{result} = {source}.new_empty(({dist}.get_world_size() * {source}.shape[0], *{source}.shape[1:]))",
-            f"\t{dist}.all_gather_single({result}, {source})",
+            f"if {self.dist}.is_initialized():",
+            *(self.gather_single(result, source) if dim is None else self.gather_parts(result, source, dim)),
             "else:",
             f"\t{result} = {source}.clone()",
         ]
         if not direct:
             lines.append(f"return {result}" if kind == "return" else f"{code_of(target)} = {result}")
+        collective = "all_gather_single" if dim is None else "dist.all_gather"
         self.ctx.review(
-            "all_gather_single needs one tensor of the same shape on every rank (xm.all_gather also took lists)"
+            f"{collective} needs one tensor of the same shape on every rank (xm.all_gather also took lists)"
         )
         return self.replace_with(original, lines)
+
+    def gather_single(self, result: str, source: str) -> list[str]:
+        """Along dim 0 the output is the ranks' tensors stacked in rank order: one all_gather_single."""
+        dist = self.dist
+        return [
+            f"\t{result} = {source}.new_empty(({dist}.get_world_size() * {source}.shape[0], *{source}.shape[1:]))",
+            f"\t{dist}.all_gather_single({result}, {source})",
+        ]
+
+    def gather_parts(self, result: str, source: str, dim: str) -> list[str]:
+        """Along another dim: one part per rank, concatenated in rank order on ``dim``."""
+        dist, torch = self.dist, self.torch
+        parts = self.fresh_name("parts")
+        return [
+            f"\t{parts} = [{torch}.empty_like({source}) for _ in range({dist}.get_world_size())]",
+            f"\t{dist}.all_gather({parts}, {source})",
+            f"\t{result} = {torch}.cat({parts}, dim={dim})",
+        ]
+
+
+# ----- NM133: the gradients an all-reduce averages ------------------------------------------------------
+@register
+class FetchGradientsToComprehension(DistributedRule):
+    """xm._fetch_gradients(optimizer) -> the ``.grad.data`` of its parameters that have a gradient."""
+
+    meta = RuleMeta(
+        "NM133",
+        "xm._fetch_gradients() -> the gradients of the optimizer's param groups",
+        safety=SAFE,
+        risks=frozenset({"collectives"}),
+        summary=(
+            "xm._fetch_gradients walked the optimizer's param groups and listed `p.grad.data` of every "
+            "parameter with a gradient; the comprehension does the same in plain PyTorch."
+        ),
+        docs=("https://pytorch.org/docs/stable/optim.html",),
+        example=Example(
+            before=(
+                "import torch_xla.core.xla_model as xm\n\n"
+                "gradients = xm._fetch_gradients(optimizer)\n"
+            ),
+            after=(
+                'gradients = [p.grad.data for group in optimizer.param_groups for p in group["params"] '
+                "if p.grad is not None]\n"
+            ),
+        ),
+    )
+    calls = {f"{XM}._fetch_gradients": "to_comprehension"}
+
+    def to_comprehension(self, original: cst.Call, updated: cst.Call, qname: str):
+        bound = bind_args(updated, ("optimizer",))
+        if bound is None or "optimizer" not in bound:
+            return self.manual(
+                original,
+                updated,
+                'arguments not understood; use `[p.grad.data for group in optimizer.param_groups for p in '
+                'group["params"] if p.grad is not None]`',
+            )
+        # The comprehension's own scope keeps `group` and `p` from touching the caller's names.
+        optimizer = receiver(bound["optimizer"].value)
+        code = (
+            f'[p.grad.data for group in {optimizer}.param_groups for p in group["params"] if p.grad is not None]'
+        )
+        return keep_parens(self.ctx.expr(code), updated)
+
+
+# ----- NM134: collective_broadcast -------------------------------------------------------------------------
+BROADCAST_IN_PLACE = "broadcast in place: `for t in tensors: dist.broadcast(t, src=root_ordinal)`"
+
+
+@register
+class CollectiveBroadcastToBroadcast(DistributedRule):
+    """xm.collective_broadcast(tensors, root_ordinal=r) -> dist.broadcast(t, src=r) for each tensor."""
+
+    meta = RuleMeta(
+        "NM134",
+        "xm.collective_broadcast() -> dist.broadcast()",
+        safety=REVIEW,
+        risks=frozenset({"collectives"}),
+        summary=(
+            "collective_broadcast overwrote each tensor of the list with the root replica's values, in place "
+            "(zeroing the others and summing); dist.broadcast copies the root rank's tensor the same way."
+        ),
+        docs=(DOCS_DIST_API, DOCS_DISTRIBUTED),
+        example=Example(
+            before=(
+                "import torch_xla.core.xla_model as xm\n\n"
+                "xm.collective_broadcast([seed], root_ordinal=0)\n"
+            ),
+            after=(
+                "import torch.distributed as dist\n\n"
+                "# neuron-migrate(NM134): skipped while no process group is initialized: init it first\n"
+                "if dist.is_initialized():\n"
+                "    dist.broadcast(seed, src=0)\n"
+            ),
+        ),
+    )
+    calls = {f"{XM}.collective_broadcast": "to_broadcast"}
+    PARAMS = ("tensors", "root_ordinal", "groups", "pin_layout")
+
+    def to_broadcast(self, original: cst.Call, updated: cst.Call, qname: str):
+        bound = bind_args(updated, self.PARAMS)
+        if bound is None or "tensors" not in bound:
+            return self.manual(original, updated, f"arguments not understood; {BROADCAST_IN_PLACE}")
+        if not is_absent_or(bound, "groups", None, []):
+            return self.manual(
+                original,
+                updated,
+                "replica groups: build each with `dist.new_group(ranks)` and pass this rank's as `group=` "
+                f"(`src` stays the global rank root_ordinal); {BROADCAST_IN_PLACE}",
+            )
+        if self.shape(original) != ("bare", None):
+            return self.manual(original, updated, f"its value (None) is used; {BROADCAST_IN_PLACE}")
+        if self.keeps_legacy_arguments(original, updated):
+            return self.manual(original, updated, LEGACY_ARGUMENTS)
+        # Without groups the root ordinal is the global rank.
+        root = code_of(bound["root_ordinal"].value) if "root_ordinal" in bound else "0"
+        tensors = bound["tensors"].value
+        dist = self.dist
+        elements = tensors.elements if isinstance(tensors, (cst.List, cst.Tuple)) else None
+        if elements is not None and len(elements) == 1 and not isinstance(elements[0], cst.StarredElement):
+            self.ctx.review("skipped while no process group is initialized: init it first")
+            tensor = receiver(elements[0].value)
+            return self.replace_with(original, [f"if {dist}.is_initialized():", f"\t{dist}.broadcast({tensor}, src={root})"])
+        tensor = self.fresh_name("tensor")
+        check = "" if elements is not None else "the in-place loop assumes a list of tensors; "
+        self.ctx.review(f"{check}skipped while no process group is initialized: init it first")
+        return self.replace_with(
+            original,
+            [
+                f"if {dist}.is_initialized():",
+                f"\tfor {tensor} in {self.code_at(tensors, 1)}:",
+                f"\t\t{dist}.broadcast({tensor}, src={root})",
+            ],
+        )
 
 
 # ----- NM128: process group backend ------------------------------------------------------------------------
@@ -974,7 +1124,6 @@ COLLECTIVE_NEXT_STEPS = {
         "use `dist.reduce_scatter_single(out, input, op=dist.ReduceOp.SUM)` (scatters dim 0 into "
         "world_size parts; move `scatter_dim` to dim 0 first), then `out.mul_(scale)`"
     ),
-    f"{XM}.collective_broadcast": "broadcast in place: `for t in tensors: dist.broadcast(t, src=root_ordinal)`",
     f"{XM}.all_to_all": (
         "use `dist.all_to_all_single(output, input)` (splits and concatenates along dim 0; "
         "move split_dimension / concat_dimension to dim 0 first)"
@@ -998,7 +1147,7 @@ DDP_NAMES = frozenset(
 
 @register
 class OtherCollectives(DistributedRule):
-    """reduce_scatter, collective_broadcast, all_to_all, send/recv: TODO with the torch.distributed call.
+    """reduce_scatter, all_to_all, collective_permute, send/recv: TODO with the torch.distributed call.
 
     ``xm.broadcast_master_param(model)`` is deleted when the file wraps models in DDP, whose
     constructor broadcasts rank 0's parameters and buffers.

@@ -91,13 +91,39 @@ def set_rng_state(seed, device=None):
 
 
 def all_reduce(reduce_type, inputs, scale=1.0, groups=None, pin_layout=True):
-    tensors = inputs if isinstance(inputs, list) else [inputs]
+    # As in torch_xla: one replica is a no-op (a copy of a single tensor, unscaled); a single tensor
+    # gets a new reduced tensor, a list is reduced in place.
+    single = isinstance(inputs, torch.Tensor)
+    if not _distributed():
+        return inputs.clone() if single else inputs
+    tensors = [inputs.clone()] if single else inputs
     for tensor in tensors:
-        if _distributed():
-            _all_reduce(tensor, _OPS[reduce_type])
+        _all_reduce(tensor, _OPS[reduce_type])
         if scale != 1.0:
             tensor.mul_(scale)
-    return inputs
+    return tensors[0] if single else inputs
+
+
+def all_gather(value, dim=0, groups=None, output=None, pin_layout=True):
+    """torch_xla's all-reduce based gather: each rank pads its tensor into its own slot along ``dim``."""
+    dim = dim + value.dim() if dim < 0 else dim
+    size, ordinal, world = value.size(dim), get_ordinal(), xrt_world_size()
+    padding = [0] * (2 * value.dim())
+    slot = value.dim() - 1 - dim
+    padding[2 * slot], padding[2 * slot + 1] = ordinal * size, (world - 1 - ordinal) * size
+    return all_reduce(REDUCE_SUM, torch.nn.functional.pad(value, padding))
+
+
+def collective_broadcast(tensors, root_ordinal=0, groups=None, pin_layout=True):
+    # As in torch_xla: every replica but the root zeroes its tensors, then a sum leaves the root's values.
+    with torch.no_grad():
+        for tensor in tensors:
+            tensor.mul_(1 if get_ordinal() == root_ordinal else 0)
+    all_reduce(REDUCE_SUM, tensors)
+
+
+def _fetch_gradients(optimizer):
+    return [p.grad.data for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
 
 
 def reduce_gradients(optimizer, groups=None, pin_layout=True):
