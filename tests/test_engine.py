@@ -155,14 +155,14 @@ def test_a_legacy_use_inside_a_shim_is_reported_on_its_own_line(migrate):
 def test_a_decorator_below_the_first_one_gets_the_tag_of_its_leftover(migrate):
     source = (
         "import pytest\n"
-        "from optimum.neuron.utils.testing_utils import is_trainium_test\n\n\n"
+        "from torch_xla.utils.keyd_queue import locked\n\n\n"
         "@pytest.mark.slow\n"
-        "@is_trainium_test\n"
+        "@locked\n"
         "def test_train():\n"
         "    pass\n"
     )
     code = migrate(source).code
-    assert "\n@is_trainium_test  # TODO(neuron-migrate NM100): see above\n" in code
+    assert "\n@locked  # TODO(neuron-migrate NM100): see above\n" in code
     assert migrate(code).code == code
 
 

@@ -419,7 +419,9 @@ def test_cli_on_a_folder_with_a_notebook(tmp_path):
 
     diff = _cli("rewrite", "--diff", "project", cwd=tmp_path)
     assert diff.returncode == 2, diff.stderr  # bad.ipynb could not be processed
-    assert "--- a/project/explore.ipynb:cell 4\n" in diff.stdout
+    # on stdout, a patch of the JSON text that git apply takes; the per-cell view is the report's
+    assert "--- a/project/explore.ipynb\n+++ b/project/explore.ipynb\n" in diff.stdout
+    assert ":cell " not in diff.stdout
     assert "project/bad.ipynb:1:23: error: not valid JSON" in diff.stderr
     assert (project / "explore.ipynb").read_bytes() == original
 

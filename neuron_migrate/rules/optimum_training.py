@@ -1812,7 +1812,7 @@ class LazyLoadForParallelism(Rule):
     @staticmethod
     def _next_step(sizes: dict[str, str]) -> str:
         what = ", ".join(f"{k}={v}" for k, v in sizes.items())
-        step = f"it sharded the model loaded here ({what}): "
+        step = f"deleted lazy_load_for_parallelism, which sharded the model loaded here ({what}): "
         if "tp_size" in sizes:
             step += (
                 f"pass distributed_config=DistributedConfig(tp_size={sizes['tp_size']}) (transformers.distributed) "
