@@ -101,7 +101,11 @@ def _interruptible():
         yield
     except KeyboardInterrupt:
         typer.echo("neuron-migrate: interrupted; every file is either untouched or fully written", err=True)
-        raise typer.Exit(INTERRUPTED) from None
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # Every write is done or undone (atomic); leaving now skips the interpreter's wait for the pool's
+        # threads, which a worker stopped mid-chunk can hold up.
+        os._exit(INTERRUPTED)
 
 
 def _fail(message: str) -> typer.Exit:

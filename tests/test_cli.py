@@ -533,16 +533,19 @@ def _interrupted_run(tmp_path, signals: int):
 @pytest.mark.slow
 def test_ctrl_c_stops_within_a_second_and_leaves_no_file_half_written(tmp_path):
     code, took, stderr, tree, legacy = _interrupted_run(tmp_path, signals=1)
-    assert code == 130 and took < 2.0, (code, took, stderr[-2000:])
+    assert code == 130 and took < 3.0, (code, took, stderr[-2000:])  # about 0.6 s on an idle machine
     assert "interrupted" in stderr and "Traceback" not in stderr
-    migrated = CliRunner().invoke(app, ["rewrite", "-"], input=legacy).stdout
-    assert {p.read_text(encoding="utf-8") for p in tree.iterdir()} <= {legacy, migrated}
+    for path in tree.iterdir():
+        text = path.read_text(encoding="utf-8")
+        if text != legacy:  # written: it must be the whole rewrite of that file (its name is in the launch text)
+            whole = CliRunner().invoke(app, ["rewrite", "-", "--stdin-filename", path.name], input=legacy).stdout
+            assert text == whole, path.name
 
 
 @pytest.mark.slow
 def test_a_second_ctrl_c_exits_at_once(tmp_path):
     code, took, stderr, _, _ = _interrupted_run(tmp_path, signals=2)
-    assert code in (130, -2) and took < 2.0, (code, took, stderr[-2000:])
+    assert code in (130, -2) and took < 3.0, (code, took, stderr[-2000:])
     assert "Traceback" not in stderr
 
 

@@ -1,7 +1,8 @@
 """A legacy data-parallel loop in the xmp.spawn shape: no process group of its own, gradients averaged by
-xm.optimizer_step. Prints one JSON line per rank: its losses and final weights."""
+xm.optimizer_step. Each rank writes ``<argv[1]>.<rank>.json``: its losses and final weights."""
 
 import json
+import sys
 
 import torch
 import torch.nn as nn
@@ -32,7 +33,8 @@ def _mp_fn(index):
     xm.rendezvous("done")
     ranks = xm.mesh_reduce("ranks", [rank], lambda parts: sorted(r for part in parts for r in part))
     weights = [p.detach().flatten().tolist() for p in model.parameters()]
-    print(json.dumps({"rank": rank, "ranks": ranks, "losses": losses, "weights": weights}), flush=True)
+    with open(f"{sys.argv[1]}.{rank}.json", "w") as out:
+        json.dump({"rank": rank, "ranks": ranks, "losses": losses, "weights": weights}, out)
 
 
 if __name__ == "__main__":
