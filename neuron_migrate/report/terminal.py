@@ -179,7 +179,7 @@ class Terminal:
             console.print(f"  {where}{f.span.line}:{f.span.column} [{style}]{f.rule}[/]{evidence} {escape(f.message)}")
             if f.fix:
                 console.print(f"      [dim]fix:[/] {escape(f.fix)}")
-        _more(console, len(live))
+        _more(console, len(live), "--format html --output audit.html")
         for note in notes:
             console.print(escape(note))
         console.print()
@@ -228,7 +228,7 @@ class Terminal:
             for f in items[:LIST_LIMIT]:
                 style = SAFETY_STYLE.get(f.safety, "")
                 console.print(f"  {escape(location(f))} [{style}]{f.rule}[/] {escape(f.message)}")
-            _more(console, len(items))
+            _more(console, len(items), "--report report.html")
 
         checklist = report.checklist()
         if checklist:
@@ -253,9 +253,9 @@ def _count(value: int, style: str) -> str:
     return f"[{style}]{value}[/]" if value else "0"
 
 
-def _more(console: Console, total: int) -> None:
+def _more(console: Console, total: int, how: str) -> None:
     if total > LIST_LIMIT:
-        console.print(f"  ... and {total - LIST_LIMIT} more (write them all with --report)")
+        console.print(f"  ... and {total - LIST_LIMIT} more (write them all with {how})")
 
 
 # what the description, bar, count and clock columns of the progress bar take on a line
