@@ -17,6 +17,31 @@ def _private_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("NEURON_MIGRATE_CACHE_DIR", str(tmp_path_factory.mktemp("nm-cache")))
 
 
+STUBS = Path(__file__).resolve().parent / "stubs"
+
+
+@pytest.fixture(autouse=True)
+def _no_torch_xla_double_left_imported():
+    """The torch_xla test double runs legacy programs in subprocesses only. Should any test import it into this
+    process, it is dropped afterwards, and transformers' cached "is torch_xla available" answer with it: else
+    every later test would take transformers' XLA code paths against a stand-in that does not have them."""
+    yield
+    import sys
+
+    doubles = [name for name, module in sys.modules.items()
+               if name.split(".")[0] == "torch_xla" and str(getattr(module, "__file__", "") or "").startswith(str(STUBS))]
+    on_path = [entry for entry in sys.path if Path(entry or ".").resolve() == STUBS]
+    if not doubles and not on_path:
+        return
+    for name in doubles:
+        del sys.modules[name]
+    for entry in on_path:
+        sys.path.remove(entry)
+    utils = sys.modules.get("transformers.utils.import_utils")
+    if utils is not None and hasattr(utils.is_torch_xla_available, "cache_clear"):
+        utils.is_torch_xla_available.cache_clear()
+
+
 @pytest.fixture(scope="session")
 def plan():
     from neuron_migrate.migrate.engine import RulePlan
