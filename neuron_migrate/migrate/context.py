@@ -15,7 +15,7 @@ from libcst.metadata.base_provider import LazyValue
 from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider, QualifiedNameSource
 
 from neuron_migrate.report.model import INFO, MANUAL, REVIEW, SAFE, WARNING, Finding, Span
-from neuron_migrate.rules.base import RuleMeta
+from neuron_migrate.ruleapi import RuleMeta
 from neuron_migrate.suppress import is_suppressed, suppressed_lines
 
 _EMPTY = cst.Module(body=[])

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from neuron_migrate.migrate.shell import ShellEdits, ShellScript, apply_edits, rewrite_utf8_text
+from neuron_migrate.ruleapi import hooks_for
 from neuron_migrate.suppress import suppressed_lines
 
 if TYPE_CHECKING:
@@ -200,9 +201,7 @@ def _closes(text: str, instruction: Instruction, script: re.Match) -> bool:
 
 def migrate_dockerfile_text(text: str, path: str, plan: RulePlan, *, no_comments: bool = False):
     """The migrated text and the findings of one Dockerfile."""
-    from neuron_migrate.rules.dockerfiles import apply_dockerfile_rules
-    from neuron_migrate.rules.launch_scripts import apply_rules
-
+    apply_rules, apply_dockerfile_rules = hooks_for("shell"), hooks_for("dockerfile")
     dockerfile = Dockerfile.parse(text)
     script = ShellScript(dockerfile.view, path)
     edits = ShellEdits(script, {rule.meta.id for rule in plan.index.rules}, no_comments, None)

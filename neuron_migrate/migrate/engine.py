@@ -17,7 +17,7 @@ from libcst.metadata import MetadataWrapper
 from neuron_migrate.migrate import imports as import_edits
 from neuron_migrate.migrate.context import FileContext, code_of, is_import_line, root_name, site_todo_rule
 from neuron_migrate.report.model import Finding, Span
-from neuron_migrate.rules.base import Rule, RuleIndex, StatementReplacement, all_rules, select_rules
+from neuron_migrate.ruleapi import Rule, RuleIndex, StatementReplacement, rule_with_role, rules_for, select_rules
 
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 # small statements whose value may be a call that a rule replaces as a whole statement
@@ -63,20 +63,18 @@ class RulePlan:
 
     @classmethod
     def build(cls, select=(), ignore=()) -> RulePlan:
-        from neuron_migrate.rules import LEGACY_MODULES
-
         chosen = select_rules(select, ignore)
         by_id = {rule.meta.id: rule for rule in chosen}
-        left_out = [rule for rule in all_rules() if rule.meta.id not in by_id and rule.meta.kind == "python"]
+        left_out = [rule for rule in rules_for("python") if rule.meta.id not in by_id]
+        # the legacy modules are known even when the rule that reports their leftovers is not selected
+        leftover = rule_with_role("leftover")
         return cls(
             index=RuleIndex.build(chosen),
-            legacy_prefixes=LEGACY_MODULES,
-            leftover=by_id.get(LEFTOVER_ID),
-            shim=by_id.get(SHIM_ID),
-            unused_import=by_id.get(UNUSED_IMPORT_ID),
-            droppable_todos=frozenset(
-                rule.meta.id for rule in chosen if rule.meta.kind == "python" and not rule.follow_up_todos
-            ),
+            legacy_prefixes=leftover.legacy_modules if leftover is not None else (),
+            leftover=rule_with_role("leftover", chosen),
+            shim=rule_with_role("shim", chosen),
+            unused_import=rule_with_role("unused-import", chosen),
+            droppable_todos=frozenset(rule.meta.id for rule in rules_for("python", chosen) if not rule.follow_up_todos),
             deselected_names=frozenset(name for rule in left_out for name in (*rule.calls, *rule.references)),
         )
 
@@ -93,9 +91,6 @@ class RulePlan:
 
 
 TODO_MARKER_TRIGGER = b"TODO(neuron-migrate NM"
-LEFTOVER_ID = "NM100"
-SHIM_ID = "NM190"
-UNUSED_IMPORT_ID = "NM191"
 
 
 class MigrationTransformer(cst.CSTTransformer):

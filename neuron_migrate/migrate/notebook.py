@@ -38,12 +38,12 @@ from typing import TYPE_CHECKING
 from neuron_migrate.migrate.sources import Outcome
 from neuron_migrate.migrate.write import split_lines, unified_diff
 from neuron_migrate.report.model import CHANGED, FAILED, MANUAL, UNCHANGED, WARNING, Finding, Span
+from neuron_migrate.ruleapi import rule_with_role
 from neuron_migrate.suppress import is_suppressed, suppressed_lines
 
 if TYPE_CHECKING:
     from neuron_migrate.migrate.engine import RulePlan
 
-UNPARSED_CELL_ID = "NM550"
 
 
 class NotebookError(Exception):
@@ -592,7 +592,7 @@ def _set_aside(code: CodeCell, problem: tuple[int, int, str], plan: RulePlan, pa
     code.mode = UNTOUCHED
     code.set_aside = True
     line, column, message = problem
-    rule = next((r for r in plan.index.rules if r.meta.id == UNPARSED_CELL_ID), None)
+    rule = rule_with_role("unparsable-cell", plan.index.rules)
     if rule is None:
         return
     text = _body(code.lines[line - 1]) if 0 < line <= len(code.lines) else ""

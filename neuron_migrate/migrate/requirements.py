@@ -1,7 +1,7 @@
 """Adapters for dependency files: requirements files, pyproject.toml, setup.cfg and environment.yml.
 
-Each adapter finds the dependencies of its format, asks ``rules/requirements.py`` what becomes of
-each one, and edits only those: every other byte of the file (comments, order, spacing, line
+Each adapter finds the dependencies of its format, asks the requirement rules (their dependency
+table, through the registry) what becomes of each one, and edits only those: every other byte of the file (comments, order, spacing, line
 continuations, includes, newline style, a missing final newline) stays as it was. A review or
 manual edit gets a one-line marker comment above the dependency, at its indentation.
 
@@ -20,25 +20,18 @@ from typing import TYPE_CHECKING
 from neuron_migrate.migrate.sources import Outcome, SourceError, encode
 from neuron_migrate.migrate.write import unified_diff
 from neuron_migrate.report.model import CHANGED, FAILED, INFO, MANUAL, SAFE, UNCHANGED, WARNING, Finding, Span
-from neuron_migrate.rules.requirements import (
-    HASH_MARKER,
-    INDEX_MARKER,
-    Change,
-    Requirement,
-    Stack,
-    conda_requirement,
-    is_neuron_index,
-    parse_requirement,
-    plan_change,
-    poetry_requirement,
-)
+from neuron_migrate.ruleapi import hooks_for, rule_with_role
 from neuron_migrate.suppress import is_suppressed, suppressed_lines
 
 if TYPE_CHECKING:
     from neuron_migrate.migrate.engine import RulePlan
+    from neuron_migrate.rules.requirements import Change, Requirement, Stack
 
-INDEX_RULE = "NM537"
-HASH_RULE = "NM538"
+
+def _dependencies():
+    """The requirement rules' dependency table (parsers and what becomes of each dependency), see
+    ruleapi.KIND_HOOKS; the registry loads the rules on first use."""
+    return hooks_for("requirements")
 
 
 class _BadFile(Exception):
@@ -116,13 +109,13 @@ class _FileEdit:
         self.suppressed = suppressed_lines(self.text)
 
     def stack(self, requirements, index_urls: bool) -> Stack:
-        return Stack.of(requirements, index_urls=index_urls, selected=self.selected)
+        return _dependencies().stack_of(requirements, index_urls=index_urls, selected=self.selected)
 
     def decide(self, requirement: Requirement, stack: Stack, lines: range, span: Span) -> Change | None:
         """What becomes of ``requirement`` (on 1-based ``lines``), a suppressed finding if a comment
         says to leave it, or None."""
         known = set(stack.present)
-        change = plan_change(requirement, stack)
+        change = _dependencies().plan_change(requirement, stack)
         if change is None:
             return None
         if is_suppressed(self.suppressed, change.rule, lines):
@@ -160,6 +153,14 @@ class _FileEdit:
         meta = self.metas[rule]
         self._add(rule, message, span, meta.safety, True, before=before, fix=marker)
         return [self.marker(rule, meta.safety, marker)]
+
+    def mark(self, role: str, lines: range, span: Span, before: str) -> list[str] | None:
+        """The marker of the rule playing ``role``, one that only puts a marker (the Neuron index and
+        hash rules); None when that rule is not selected or a comment suppresses it."""
+        rule = rule_with_role(role)
+        if rule is None or not self.wants(rule.meta.id, lines, span, before):
+            return None
+        return self.note(rule.meta.id, rule.meta.title, span, before, rule.MARKER)
 
     def wants(self, rule: str, lines: range, span: Span, before: str) -> bool:
         if rule not in self.selected:
@@ -292,10 +293,8 @@ def _rewrite_entries(text: str, entries: list[_Entry], state: _FileEdit) -> str:
                 replaced[entry.first] = new
     if state.changed:
         for entry in entries:
-            if entry.index_url and state.wants(INDEX_RULE, entry.lines, entry.span(), entry.before()):
-                markers = state.note(
-                    INDEX_RULE, "Neuron pip repository kept", entry.span(), entry.before(), INDEX_MARKER
-                )
+            markers = state.mark("neuron-index", entry.lines, entry.span(), entry.before()) if entry.index_url else None
+            if markers is not None:
                 head = _marker_lines(
                     markers, entry.marker_indent, _comments_above(lines, entry.first), state.no_comments
                 )
@@ -330,10 +329,8 @@ def _migrate_entry(entry: _Entry, stack: Stack, state: _FileEdit, lines: list[st
     after = tuple(r + suffix for r in change.replacement)
     markers = state.apply(change, requirement, entry.span(), after)
     hashed = any("--hash" in p.body for p in entry.pieces)
-    if hashed and change.replacement and state.wants(HASH_RULE, entry.lines, entry.span(), entry.before()):
-        markers += state.note(
-            HASH_RULE, "hashes of a changed requirement dropped", entry.span(), entry.before(), HASH_MARKER
-        )
+    if hashed and change.replacement:
+        markers += state.mark("requirement-hashes", entry.lines, entry.span(), entry.before()) or []
     head = _marker_lines(markers, entry.marker_indent, _comments_above(lines, entry.first), state.no_comments)
     body: list[str] = []
     if change.replacement:
@@ -415,13 +412,13 @@ def _requirement_entry(first: int, pieces: list[_Piece]) -> _Entry | None:
     editable = _EDITABLE.match(body)
     if body.startswith("-") and not editable:
         match = _INDEX_OPTION.match(body)
-        if match and is_neuron_index(match.group(1)):
+        if match and _dependencies().is_neuron_index(match.group(1)):
             return _Entry(first, pieces, index_url=True, marker_indent=indent)
         return None
     start = editable.end() if editable else 0
     # options (--hash, --config-settings...) start at the first word beginning with "-"
     option = re.compile(r"\s-").search(body, start)
-    requirement = parse_requirement(body, start, option.start() if option else len(body))
+    requirement = _dependencies().parse_requirement(body, start, option.start() if option else len(body))
     if requirement is None:
         return None
     if editable:  # "-e git+...#egg=x" is replaced as a whole
@@ -482,7 +479,7 @@ def _lists_requirements(section: str, key: str) -> bool:
 
 def _cfg_entry(index: int, prefix: str, value: str, nl: str, extra: str, indent: str) -> _Entry | None:
     body = value.rstrip()
-    requirement = parse_requirement(body)
+    requirement = _dependencies().parse_requirement(body)
     if requirement is None:
         return None
     piece = _Piece(prefix, body, comment=value[len(body) :], nl=nl)
@@ -555,13 +552,13 @@ def _yaml_entry(index: int, item: re.Match, nl: str, pip: bool) -> _Entry | None
     entry = _Entry(index, [piece], extra_prefix=prefix, marker_indent=item.group("indent"))
     if pip and value.startswith("-"):
         match = _INDEX_OPTION.match(value)
-        entry.index_url = bool(match and is_neuron_index(match.group(1)))
+        entry.index_url = bool(match and _dependencies().is_neuron_index(match.group(1)))
         return entry if entry.index_url else None
     if pip:
         option = re.search(r"\s-", value)
-        entry.requirement = parse_requirement(value, 0, option.start() if option else len(value))
+        entry.requirement = _dependencies().parse_requirement(value, 0, option.start() if option else len(value))
     else:
-        entry.requirement = conda_requirement(value)
+        entry.requirement = _dependencies().conda_requirement(value)
     return entry if entry.requirement else None
 
 
@@ -608,7 +605,7 @@ def _pyproject(text: str, path: str, state: _FileEdit) -> str:
         raise _BadFile("1:1: tomlkit would not write this file back byte for byte, so it is not edited")
     lines = text.splitlines()
     _locate(sites, text)
-    stack = state.stack([s.requirement for s in sites], index_urls=is_neuron_index(text))
+    stack = state.stack([s.requirement for s in sites], index_urls=_dependencies().is_neuron_index(text))
     decided = []
     for site in sites:
         line = lines[site.line] if site.line < len(lines) else ""
@@ -640,23 +637,23 @@ def _pyproject(text: str, path: str, state: _FileEdit) -> str:
 
 
 def _mark_index_lines(original: str, text: str, state: _FileEdit) -> str:
-    """NM537 above every line of a changed pyproject.toml that points at the Neuron repository
+    """The Neuron index marker above every line of a changed pyproject.toml that points at the Neuron repository
     (a Poetry source, a uv index, a pip ``extra-index-url`` setting): those lines are untouched by
     the edits, so each is found again in ``text`` by its content, in order."""
     lines = text.splitlines(keepends=True)
     cursor = 0
     for number, line in enumerate(original.splitlines(), start=1):
         body = line.strip()
-        if not is_neuron_index(line) or body.startswith("#"):
+        if not _dependencies().is_neuron_index(line) or body.startswith("#"):
             continue
         index = next((i for i in range(cursor, len(lines)) if lines[i].rstrip("\r\n") == line), None)
         if index is None:
             continue
         cursor = index + 1
         span = Span(number, len(line) - len(line.lstrip()) + 1, number, len(line) + 1)
-        if not state.wants(INDEX_RULE, range(number, number + 1), span, body):
+        markers = state.mark("neuron-index", range(number, number + 1), span, body)
+        if markers is None:
             continue
-        markers = state.note(INDEX_RULE, "Neuron pip repository kept", span, body, INDEX_MARKER)
         indent = line[: len(line) - len(line.lstrip())]
         nl = _split_newline(lines[index])[1] or _newline(text)
         above = _comments_above(lines, index)
@@ -675,7 +672,7 @@ def _toml_sites(doc):
         if not isinstance(array, list):
             continue
         for index, item in enumerate(array):
-            requirement = parse_requirement(str(item)) if isinstance(item, str) else None
+            requirement = _dependencies().parse_requirement(str(item)) if isinstance(item, str) else None
             if requirement is not None and requirement.end:
                 yield _Site(array, index, requirement, item)
     poetry = doc.get("tool", {}).get("poetry", {})
@@ -689,7 +686,8 @@ def _toml_sites(doc):
             if key.lower() == "python" or not isinstance(constraint, str):
                 continue
             extras = tuple(value.get("extras", ())) if hasattr(value, "get") else ()
-            yield _Site(table, key, poetry_requirement(key, str(constraint), extras), value, poetry=True)
+            requirement = _dependencies().poetry_requirement(key, str(constraint), extras)
+            yield _Site(table, key, requirement, value, poetry=True)
 
 
 def _locate(sites: list[_Site], text: str) -> None:
@@ -723,7 +721,8 @@ def _string_like(original, text: str):
 def _after_texts(site: _Site, change: Change) -> tuple[str, ...]:
     """The new dependencies as the report shows them."""
     if site.poetry:
-        return tuple(f'{r.name} = "{_poetry_constraint(r)}"' for r in map(parse_requirement, change.replacement))
+        parsed = map(_dependencies().parse_requirement, change.replacement)
+        return tuple(f'{r.name} = "{_poetry_constraint(r)}"' for r in parsed)
     value, requirement = str(site.value), site.requirement
     suffix = value[requirement.end : requirement.marker_end]
     return tuple(value[: requirement.start] + r + suffix for r in change.replacement)
@@ -748,7 +747,7 @@ def _edit_poetry(site: _Site, change: Change, after: tuple[str, ...], sentinel: 
     import tomlkit
 
     table, key, value = site.container, str(site.slot), site.value
-    new = [parse_requirement(r) for r in change.replacement]
+    new = [_dependencies().parse_requirement(r) for r in change.replacement]
     constraints = [(r.name, _poetry_constraint(r)) for r in new]
     inline = hasattr(value, "get")
     if len(new) == 1 and new[0].key == site.requirement.key:

@@ -171,7 +171,7 @@ class _Results:
 
 def _unknown_ignores(path: str, data: bytes) -> list[str]:
     """Ignore comments that name an id no rule or hazard has, as ruff warns about unknown codes."""
-    from neuron_migrate.rules.catalog import close_ids, known_ids
+    from neuron_migrate.ruleapi.ids import close_ids, known_ids
     from neuron_migrate.suppress import unknown_ids
 
     out = []
@@ -244,7 +244,7 @@ def plan_summary(config: Config) -> PlanSummary:
         summary = Cache.load_plan(config.cache_dir, key)
         if summary is not None:
             return summary
-    from neuron_migrate.rules.catalog import rule_dict
+    from neuron_migrate.ruleapi import rule_dict
 
     plan = rule_plan(select, ignore)
     rules = sorted(plan.index.rules, key=lambda r: r.meta.id)

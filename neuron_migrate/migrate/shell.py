@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from neuron_migrate.migrate.write import unified_diff
 from neuron_migrate.report.model import CHANGED, FAILED, INFO, MANUAL, REVIEW, SAFE, UNCHANGED, WARNING, Finding, Span
+from neuron_migrate.ruleapi import hooks_for
 from neuron_migrate.suppress import is_suppressed, suppressed_lines
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 
     from neuron_migrate.migrate.engine import RulePlan
     from neuron_migrate.migrate.sources import Outcome
-    from neuron_migrate.rules.base import RuleMeta
+    from neuron_migrate.ruleapi import RuleMeta
 
 __all__ = ["ShellResult", "ShellScript", "migrate_shell_text", "rewrite_shell"]
 
@@ -1220,8 +1221,7 @@ def migrate_shell_text(
     alone. Marker comments and an added ``export`` are whole lines of their own, so the result may
     have more lines than ``text``.
     """
-    from neuron_migrate.rules.launch_scripts import apply_rules
-
+    apply_rules = hooks_for("shell")
     script = ShellScript(text, path)
     edits = ShellEdits(script, {rule.meta.id for rule in plan.index.rules}, no_comments, cell)
     apply_rules(script, edits, plan)

@@ -11,7 +11,8 @@ import re
 from typing import Any
 
 from neuron_migrate.report.model import RISK_TAGS
-from neuron_migrate.rules.base import Example, Rule, all_rules, get_rule
+from neuron_migrate.ruleapi import Example, Rule, all_rules, get_rule, ordered_risks, rule_dict
+from neuron_migrate.ruleapi.ids import close_ids, known_ids, unknown_selectors  # noqa: F401 - the cli reads them here
 
 REGENERATE = "neuron-migrate rules --format markdown > docs/rules.md"
 
@@ -41,25 +42,6 @@ SAFETY_MEANING = {
 }
 
 
-def ordered_risks(risks) -> list[str]:
-    """Risk tags in the canonical order of the report's checklist."""
-    return [tag for tag in RISK_TAGS if tag in risks]
-
-
-def rule_dict(rule: type[Rule]) -> dict[str, Any]:
-    meta = rule.meta
-    example = meta.example
-    return {
-        "id": meta.id,
-        "title": meta.title,
-        "safety": meta.safety,
-        "risks": ordered_risks(meta.risks),
-        "summary": meta.summary,
-        "docs": list(meta.docs),
-        "example": None if example is None else {"before": example.before, "after": example.after},
-    }
-
-
 def catalog() -> dict[str, dict[str, Any]]:
     """Rule id -> its metadata, for reports and ``neuron-migrate rules --format json``."""
     return {rule.meta.id: rule_dict(rule) for rule in all_rules()}
@@ -67,43 +49,6 @@ def catalog() -> dict[str, dict[str, Any]]:
 
 def find_rule(rule_id: str) -> type[Rule] | None:
     return get_rule(rule_id.strip())
-
-
-# Letters typed for the digits they look like ("NM11O" for NM110).
-_LOOKALIKES = str.maketrans({"O": "0", "I": "1", "L": "1"})
-
-
-def known_ids() -> list[str]:
-    """Rewrite rule ids and audit hazard ids: both are valid in --select / --ignore."""
-    from neuron_migrate.analyzers.hazards import HAZARDS
-
-    return [rule.meta.id for rule in all_rules()] + list(HAZARDS)
-
-
-def close_ids(text: str, limit: int = 5) -> list[str]:
-    """Known rule ids that look like ``text``: ids it is a prefix of first, then spelling neighbours."""
-    wanted = text.strip().upper()
-    if wanted[:2] == "NM":
-        wanted = "NM" + wanted[2:].translate(_LOOKALIKES)
-    ids = known_ids()
-    prefixed = [i for i in ids if wanted and i.startswith(wanted)]
-    similar = difflib.get_close_matches(wanted, ids, n=limit, cutoff=0.6)
-    out = list(dict.fromkeys([*prefixed, *similar]))
-    return out[:limit]
-
-
-def unknown_selectors(selectors) -> list[str]:
-    """The ``--select``/``--ignore`` entries that match no rule id as an id or a prefix."""
-    if not selectors:
-        return []
-    ids = known_ids()
-    bad = []
-    for selector in selectors:
-        wanted = selector.strip().upper()
-        if wanted == "ALL" or any(i.startswith(wanted) for i in ids):
-            continue
-        bad.append(selector)
-    return bad
 
 
 # A rule's kind of file -> the file name its example is shown (and tested) as.

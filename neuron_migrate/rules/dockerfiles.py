@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from neuron_migrate.rules.base import MANUAL, Example, Rule, RuleMeta, register
+from neuron_migrate.rules.base import MANUAL, Example, Rule, RuleMeta, provides, register
 from neuron_migrate.rules.launch_scripts import legacy_names
 
 if TYPE_CHECKING:
@@ -111,6 +111,7 @@ class HiddenLegacyInstruction(Rule):
     )
 
 
+@provides("dockerfile")
 def apply_dockerfile_rules(dockerfile: Dockerfile, ctx: ShellEdits) -> None:
     for instruction in dockerfile.instructions:
         if instruction.keyword == "FROM":

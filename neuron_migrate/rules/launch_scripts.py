@@ -32,7 +32,7 @@ from neuron_migrate.migrate.shell import (
     escape_for_heredoc,
     heredoc_view,
 )
-from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleMeta, all_rules, register
+from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleMeta, all_rules, provides, register
 from neuron_migrate.rules.env_vars import (
     BY_HAND,
     DELETE,
@@ -1474,6 +1474,7 @@ def apply_heredocs(script: ShellScript, ctx: ShellEdits, plan: RulePlan) -> None
 # ----- the adapter's entry point ------------------------------------------------------------------------------
 
 
+@provides("shell")
 def apply_rules(script: ShellScript, ctx: ShellEdits, plan: RulePlan) -> None:
     """Every selected rule over one script: the environment table, the ``pip install`` commands, the
     launch rules in id order, then the scripts its heredocs hold."""

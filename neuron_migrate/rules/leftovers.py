@@ -9,6 +9,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.migrate.context import code_of
+from neuron_migrate.rules import LEGACY_MODULES
 from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleMeta, register
 from neuron_migrate.rules.calls import literal
 
@@ -18,6 +19,10 @@ DOCS_NATIVE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/ind
 @register
 class UnmigratedLegacyReference(Rule):
     """Any use of a legacy module that no rule rewrote."""
+
+    role = "leftover"
+    # the modules whose references the engine reports through this rule, and whose unused imports it drops
+    legacy_modules = LEGACY_MODULES
 
     meta = RuleMeta(
         "NM100",
@@ -41,8 +46,6 @@ class UnmigratedLegacyReference(Rule):
 
     @staticmethod
     def message_for(qname: str) -> str:
-        from neuron_migrate.rules import LEGACY_MODULES
-
         legacy = next((p for p in LEGACY_MODULES if qname == p or qname.startswith(p + ".")), qname.split(".")[0])
         return (
             f"`{qname}` has no TorchNeuron equivalent known to neuron-migrate; "
@@ -57,6 +60,8 @@ class UnmigratedLegacyReference(Rule):
 @register
 class CompatibilityShim(Rule):
     """Code that only runs when the legacy stack is importable is reported, never rewritten."""
+
+    role = "shim"
 
     meta = RuleMeta(
         "NM190",
@@ -91,6 +96,8 @@ class CompatibilityShim(Rule):
 class UnusedLegacyImport(Rule):
     """Imports of legacy modules that nothing reads after the migration, side-effect ones included."""
 
+    role = "unused-import"
+
     meta = RuleMeta(
         "NM191",
         "unused legacy import removed",
@@ -113,8 +120,6 @@ class UnusedLegacyImport(Rule):
 
 def legacy_module_named(text: object) -> str | None:
     """The legacy module a string names (``"torch_xla"``, ``"torch_xla.core.xla_model"``), if any."""
-    from neuron_migrate.rules import LEGACY_MODULES
-
     if not isinstance(text, str):
         return None
     return next((p for p in LEGACY_MODULES if text == p or text.startswith(p + ".")), None)

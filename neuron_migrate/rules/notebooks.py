@@ -38,6 +38,8 @@ class UnparsedNotebookCell(Rule):
     ``%%magic`` cells, ``obj?``) are set aside. The rest of the notebook is still migrated; the
     cell's imports stay, since it may still use them."""
 
+    role = "unparsable-cell"
+
     meta = RuleMeta(
         "NM550",
         "notebook cell that does not parse",

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleMeta, register
+from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleMeta, provides, register
 
 NEURON_DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest"
 DOCS_BEST_PRACTICES = f"{NEURON_DOCS}/torch/reference/best-practices-pytorch-neuron.html"
@@ -572,6 +572,18 @@ def is_neuron_index(url: str) -> bool:
     return NEURON_INDEX in url
 
 
+@provides("requirements")
+class DependencyTable:
+    """What the dependency-file adapters call: a dependency read in each format, and what becomes of it."""
+
+    parse_requirement = staticmethod(parse_requirement)
+    poetry_requirement = staticmethod(poetry_requirement)
+    conda_requirement = staticmethod(conda_requirement)
+    stack_of = staticmethod(Stack.of)
+    plan_change = staticmethod(plan_change)
+    is_neuron_index = staticmethod(is_neuron_index)
+
+
 # ----- the rules ------------------------------------------------------------------------------
 
 
@@ -743,6 +755,9 @@ class HuggingFacePins(RequirementRule):
 class NeuronIndexKept(RequirementRule):
     """The Neuron pip repository stays; it gets a review marker when the file's pins were migrated."""
 
+    role = "neuron-index"
+    MARKER = INDEX_MARKER
+
     meta = RuleMeta(
         "NM537",
         "Neuron pip repository kept",
@@ -762,6 +777,9 @@ class NeuronIndexKept(RequirementRule):
 @register
 class HashesDropped(RequirementRule):
     """A changed requirement's ``--hash`` options no longer match; they go and the file needs re-locking."""
+
+    role = "requirement-hashes"
+    MARKER = HASH_MARKER
 
     meta = RuleMeta(
         "NM538",

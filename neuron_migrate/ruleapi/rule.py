@@ -1,0 +1,117 @@
+"""What a rule is: its metadata, the hooks the engine calls, and the statement replacement it may return.
+
+A rule is a small class. It declares which qualified names it handles (``calls`` for call sites,
+``references`` for bare attribute/name uses) and may define ``leave_<NodeType>`` hooks for the
+few shapes a table cannot express (a ``with torch_xla.step():`` block, a loop over a device loader).
+The engine walks each file once and hands every node only to the rules interested in it.
+
+Rules never write files, never add imports by hand and never insert comments themselves: they ask
+the :class:`~neuron_migrate.migrate.context.FileContext` (``self.ctx``) for that, so suppression
+comments, ``--no-comments`` and the report all work the same way for every rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from neuron_migrate.report.model import RISK_TAGS, SAFETIES
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from neuron_migrate.migrate.context import FileContext
+
+
+@dataclass(frozen=True)
+class Example:
+    """The before/after pair shown by ``neuron-migrate rules ID``; the test suite runs it too."""
+
+    before: str
+    after: str
+
+
+@dataclass(frozen=True)
+class RuleMeta:
+    id: str
+    title: str
+    safety: str
+    risks: frozenset[str] = frozenset()
+    summary: str = ""
+    docs: tuple[str, ...] = ()
+    # Byte strings whose presence in a file makes this rule worth parsing for.
+    triggers: tuple[bytes, ...] = (b"torch_xla",)
+    example: Example | None = None
+    # The file kind the rule rewrites (see migrate.discover.kind_of): its example and fixtures go
+    # through that kind's adapter.
+    kind: str = "python"
+
+    def __post_init__(self) -> None:
+        if self.safety not in SAFETIES:
+            raise ValueError(f"{self.id}: unknown safety {self.safety!r}")
+        unknown = set(self.risks) - set(RISK_TAGS)
+        if unknown:
+            raise ValueError(f"{self.id}: unknown risk tags {sorted(unknown)}")
+
+
+@dataclass
+class StatementReplacement:
+    """Returned by a call handler to replace the whole statement the call stands in.
+
+    ``statements`` empty means "delete the statement" (its comments move to the next line). The
+    engine only applies it when the call is the entire value of a one-statement line
+    (``f()``, ``x = f()``, ``return f()``); anywhere else the call is reported as manual with
+    ``fallback`` as the next step. A ``leave_SimpleStatementLine`` hook may return it as well, to
+    replace or delete its own line (deleting is then always applied: the hook knows the line).
+    """
+
+    statements: list[cst.BaseStatement]
+    fallback: str = ""
+
+
+class Rule:
+    meta: ClassVar[RuleMeta]
+    # qualified name -> name of the method that handles a call to it
+    calls: ClassVar[dict[str, str]] = {}
+    # qualified name -> name of the method that handles a bare reference (Attribute or Name)
+    references: ClassVar[dict[str, str]] = {}
+    # True when the rule's TODO markers can be about an edit it made (work the migration left,
+    # such as a loader that no longer moves batches), not only about legacy code left below them:
+    # a rerun cannot tell those from a TODO whose code was edited away, so it keeps them all.
+    follow_up_todos: ClassVar[bool] = False
+    # The part this rule plays for the engine or an adapter (one of registry.ROLES), which finds it by
+    # role rather than by id; empty for the rules that only rewrite what their tables name.
+    role: ClassVar[str] = ""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+
+    @classmethod
+    def node_hooks(cls) -> list[str]:
+        """Names of the CST node types this rule has ``visit_``/``leave_`` hooks for."""
+        names = set()
+        for attr in dir(cls):
+            for prefix in ("visit_", "leave_"):
+                if attr.startswith(prefix) and attr[len(prefix) :][:1].isupper():
+                    names.add(attr)
+        return sorted(names)
+
+
+def ordered_risks(risks) -> list[str]:
+    """Risk tags in the canonical order of the report's checklist."""
+    return [tag for tag in RISK_TAGS if tag in risks]
+
+
+def rule_dict(rule: type[Rule]) -> dict[str, Any]:
+    """A rule's metadata as plain data, for reports and ``neuron-migrate rules --format json``."""
+    meta = rule.meta
+    example = meta.example
+    return {
+        "id": meta.id,
+        "title": meta.title,
+        "safety": meta.safety,
+        "risks": ordered_risks(meta.risks),
+        "summary": meta.summary,
+        "docs": list(meta.docs),
+        "example": None if example is None else {"before": example.before, "after": example.after},
+    }
