@@ -1,4 +1,5 @@
-"""Rule families. Each module registers its rules on import; ``load_all`` imports them all."""
+"""Rule families. Each module registers its rules on import; ``load_all`` imports them all, and the
+registry (:mod:`neuron_migrate.ruleapi.registry`) calls it the first time it is asked for a rule."""
 
 from __future__ import annotations
 
