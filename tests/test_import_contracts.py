@@ -17,9 +17,18 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate.ruleapi import KIND_HOOKS, ROLES, Rule, RuleMeta, SAFE, hooks_for, register, rule_with_role
-from neuron_migrate.ruleapi import registry
-from neuron_migrate.ruleapi.rule import Example
+from neuron_migrate.ruleapi import (
+    KIND_HOOKS,
+    ROLES,
+    SAFE,
+    Example,
+    Rule,
+    RuleMeta,
+    hooks_for,
+    register,
+    registry,
+    rule_with_role,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -116,12 +125,19 @@ def test_a_rewrite_never_imports_torch(tmp_path):
     (tmp_path / "run.sh").write_text("export XLA_USE_BF16=1\nneuron_parallel_compile torchrun train.py\n")
     (tmp_path / "requirements.txt").write_text("torch-xla==2.1.2\n")
     (tmp_path / "Dockerfile").write_text("FROM public.ecr.aws/neuron/pytorch-training-neuronx:2.1.2-neuronx-py310\n")
-    cell = {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": ["xm.mark_step(\n"]}
+    # a cell that does not parse: the notebook adapter reports it through the rule playing "unparsable-cell"
+    source = ["import torch_xla\n", "xm.mark_step(\n"]
+    cell = {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": source}
     notebook = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     (tmp_path / "nb.ipynb").write_text(json.dumps(notebook))
     result = subprocess.run(
         [sys.executable, "-c", _PROBE, str(tmp_path)], capture_output=True, text=True, timeout=300, cwd=tmp_path
     )
     assert result.returncode == 0, result.stderr
-    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    *output, last = result.stdout.strip().splitlines()
+    # each adapter ran its rules: Python, shell, requirements, Dockerfile, notebook
+    for finding in ("train.py:3:1: NM110", "run.sh:2:1: NM510", "requirements.txt:1:1: NM530", "Dockerfile:1:1: NM521"):
+        assert finding in result.stdout, result.stdout
+    assert any(line.startswith("nb.ipynb") and "NM550" in line for line in output), result.stdout
+    seen = json.loads(last)
     assert seen["rules"] > 100 and seen["torch"] is False
