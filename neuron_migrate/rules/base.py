@@ -93,6 +93,17 @@ class Rule:
     # such as a loader that no longer moves batches), not only about legacy code left below them:
     # a rerun cannot tell those from a TODO whose code was edited away, so it keeps them all.
     follow_up_todos: ClassVar[bool] = False
+    # Names answered by a table rather than by code (rules/rows.py): ``rows = FAMILY_ROWS`` keeps
+    # this rule's rows and adds their names to ``calls`` / ``references``.
+    rows: ClassVar[tuple] = ()
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        # (the requirement rules have a ``rows()`` of their own: their package table)
+        if isinstance(cls.__dict__.get("rows"), tuple):
+            from neuron_migrate.rules.rows import install
+
+            install(cls)
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx

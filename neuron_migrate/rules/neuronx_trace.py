@@ -25,6 +25,15 @@ from neuron_migrate import rules as rule_families
 from neuron_migrate.migrate.context import FileContext, code_of, root_name
 from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleMeta, register
 from neuron_migrate.rules.calls import bind_args, first_argument, literal, receiver
+from neuron_migrate.rules.rows import Manual
+from neuron_migrate.rules.tables.neuronx_trace import (
+    ANALYZE,
+    CORE_PLACEMENT,
+    DATA_PARALLEL,
+    NKI,
+    ROWS,
+    TRACED_MODEL_HELPERS,
+)
 from neuron_migrate.rules.xla_step import source_text
 
 NEURON_DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest"
@@ -143,22 +152,6 @@ class LegacyUseRule(Rule):
 
     def handle_use(self, original, updated, use: LegacyUse):
         raise NotImplementedError
-
-
-class ManualApis(Rule):
-    """A table rule for APIs with no counterpart: ``advice`` maps each qualified name to the next step,
-    said at every call and every bare reference."""
-
-    advice: ClassVar[dict[str, str]] = {}
-
-    def __init_subclass__(cls, **kwargs) -> None:
-        super().__init_subclass__(**kwargs)
-        cls.calls = {qname: "advise" for qname in cls.advice}
-        cls.references = dict(cls.calls)
-
-    def advise(self, original: cst.CSTNode, updated: cst.CSTNode, qname: str):
-        self.ctx.manual(original, self.advice[qname])
-        return updated
 
 
 def imports_torch_neuronx(ctx: FileContext) -> bool:
@@ -397,14 +390,8 @@ class TracedArtifacts(Rule):
 
 # ----- NM403-NM406, NM408: APIs with no counterpart -------------------------------------------------
 
-DATA_PARALLEL = (
-    'one process per NeuronCore: launch with torchrun, `dist.init_process_group("neuron")`, then '
-    '`DistributedDataParallel(model.to("neuron"))` (inference: one model copy per process)'
-)
-
-
 @register
-class DataParallelToProcesses(ManualApis):
+class DataParallelToProcesses(Rule):
     """``torch_neuronx.DataParallel`` split batches over the cores of one process; TorchNeuron runs one
     process per NeuronCore (DOCS_DISTRIBUTED)."""
 
@@ -428,20 +415,11 @@ class DataParallelToProcesses(ManualApis):
             ),
         ),
     )
-    advice = {
-        "torch_neuronx.DataParallel": DATA_PARALLEL,
-        "torch_neuronx.xla_impl.data_parallel.DataParallel": DATA_PARALLEL,
-    }
-
-
-ANALYZE = (
-    'no analyze step: run the model eagerly on "neuron", then `torch_neuronx.get_fallback_ops()` lists the '
-    "ops that ran on the CPU"
-)
+    rows = ROWS
 
 
 @register
-class AnalyzeToFallbackOps(ManualApis):
+class AnalyzeToFallbackOps(Rule):
     """``torch_neuronx.analyze`` reported unsupported ops before tracing; TorchNeuron runs them on the CPU
     and lists them in ``torch_neuronx.get_fallback_ops()`` (DOCS_BEST_PRACTICES)."""
 
@@ -465,30 +443,11 @@ class AnalyzeToFallbackOps(ManualApis):
             ),
         ),
     )
-    advice = {"torch_neuronx.analyze": ANALYZE, "torch_neuronx.xla_impl.analyze.analyze": ANALYZE}
-
-
-# The helpers around traced models: what to do instead of each.
-TRACED_MODEL_HELPERS = {
-    "lazy_load": (
-        'no traced model to load lazily: build the model, `.to("neuron")` and torch.compile it; delete this call'
-    ),
-    "async_load": (
-        'no traced model to load: move the model with `model.to("neuron")` before its first call; delete this call'
-    ),
-    "replace_weights": (
-        "weights are ordinary parameters: `model.load_state_dict(new_state_dict)` on the module you compiled"
-    ),
-    "move_trace_to_device": 'place the model with `model.to(f"neuron:{index}")` before compiling it; delete this call',
-    "dynamic_batch": (
-        "no dynamic batching: pad every batch to one fixed batch size (each new shape compiles again); "
-        "delete this call"
-    ),
-}
+    rows = ROWS
 
 
 @register
-class TracedModelHelpers(ManualApis):
+class TracedModelHelpers(Rule):
     """lazy_load, async_load, replace_weights, move_trace_to_device, dynamic_batch worked on traced
     models; with torch.compile the model is an ordinary module on device "neuron" (DOCS_COMPILE)."""
 
@@ -512,23 +471,11 @@ class TracedModelHelpers(ManualApis):
             ),
         ),
     )
-    advice = {f"torch_neuronx.{name}": text for name, text in TRACED_MODEL_HELPERS.items()}
-
-
-CORE_PLACEMENT = {
-    "set_neuron_cores": (
-        "choose the core with `torch.neuron.set_device(index)` (or NEURON_RT_VISIBLE_CORES) before moving the "
-        'model to "neuron"'
-    ),
-    "neuron_cores_context": "use `with torch.neuron.device(index):` (or NEURON_RT_VISIBLE_CORES) to choose the core",
-    "multicore_context": (
-        "one process per NeuronCore: launch with torchrun and call `torch.neuron.set_device(local_rank)` in each"
-    ),
-}
+    rows = ROWS
 
 
 @register
-class CorePlacement(ManualApis):
+class CorePlacement(Rule):
     """The experimental core-placement helpers -> ``torch.neuron.set_device`` / ``torch.neuron.device``
     (DOCS_MODULE) or NEURON_RT_VISIBLE_CORES."""
 
@@ -554,17 +501,11 @@ class CorePlacement(ManualApis):
             ),
         ),
     )
-    advice = {f"torch_neuronx.experimental.{name}": text for name, text in CORE_PLACEMENT.items()}
-
-
-NKI = (
-    'write the kernel with `@nki.jit` and register it as an op with `@torch_neuronx.nki_op("ns::name", '
-    "mutates_args=())` (or `torch_neuronx.wrap_nki`)"
-)
+    rows = ROWS
 
 
 @register
-class NkiJitToNkiOp(ManualApis):
+class NkiJitToNkiOp(Rule):
     """``torch_neuronx.nki_jit`` (removed in 2.24) -> an ``@nki.jit`` kernel registered with
     ``@torch_neuronx.nki_op`` (DOCS_NATIVE_FAQ)."""
 
@@ -588,7 +529,7 @@ class NkiJitToNkiOp(ManualApis):
             ),
         ),
     )
-    advice = {"torch_neuronx.nki_jit": NKI, "torch_neuronx.xla_impl.ops.nki_jit": NKI}
+    rows = ROWS
 
 
 # ----- NM407: data_parallel.device_count -> torch.neuron.device_count --------------------------------
@@ -701,9 +642,9 @@ class OtherXlaEraApi(LegacyUseRule):
         leaf = qname.rsplit(".", 1)[-1]
         # A known API reached through an unusual path keeps its own advice.
         for rule in TABLE_RULES:
-            for known, text in getattr(rule, "advice", {}).items():
-                if known.rsplit(".", 1)[-1] == leaf:
-                    return text
+            for row in rule.rows:
+                if isinstance(row.action, Manual) and row.name.rsplit(".", 1)[-1] == leaf:
+                    return row.action.step
         if leaf == "trace":
             return f"compile the model instead: `{COMPILE_LATER}`"
         part = next((p for p in LEGACY_PARTS if qname == p or qname.startswith(p + ".")), "")

@@ -1,0 +1,57 @@
+"""torch-neuronx's XLA-era APIs with no counterpart (NM403-NM406, NM408): the next step for each."""
+
+from __future__ import annotations
+
+from neuron_migrate.rules.rows import Manual, Row, rows_for_names
+
+DATA_PARALLEL = (
+    'one process per NeuronCore: launch with torchrun, `dist.init_process_group("neuron")`, then '
+    '`DistributedDataParallel(model.to("neuron"))` (inference: one model copy per process)'
+)
+ANALYZE = (
+    'no analyze step: run the model eagerly on "neuron", then `torch_neuronx.get_fallback_ops()` lists the '
+    "ops that ran on the CPU"
+)
+# The helpers around traced models: what to do instead of each.
+TRACED_MODEL_HELPERS = {
+    "lazy_load": (
+        'no traced model to load lazily: build the model, `.to("neuron")` and torch.compile it; delete this call'
+    ),
+    "async_load": (
+        'no traced model to load: move the model with `model.to("neuron")` before its first call; delete this call'
+    ),
+    "replace_weights": (
+        "weights are ordinary parameters: `model.load_state_dict(new_state_dict)` on the module you compiled"
+    ),
+    "move_trace_to_device": 'place the model with `model.to(f"neuron:{index}")` before compiling it; delete this call',
+    "dynamic_batch": (
+        "no dynamic batching: pad every batch to one fixed batch size (each new shape compiles again); "
+        "delete this call"
+    ),
+}
+CORE_PLACEMENT = {
+    "set_neuron_cores": (
+        "choose the core with `torch.neuron.set_device(index)` (or NEURON_RT_VISIBLE_CORES) before moving the "
+        'model to "neuron"'
+    ),
+    "neuron_cores_context": "use `with torch.neuron.device(index):` (or NEURON_RT_VISIBLE_CORES) to choose the core",
+    "multicore_context": (
+        "one process per NeuronCore: launch with torchrun and call `torch.neuron.set_device(local_rank)` in each"
+    ),
+}
+NKI = (
+    'write the kernel with `@nki.jit` and register it as an op with `@torch_neuronx.nki_op("ns::name", '
+    "mutates_args=())` (or `torch_neuronx.wrap_nki`)"
+)
+
+ROWS = (
+    *rows_for_names(
+        "NM403",
+        ("torch_neuronx.DataParallel", "torch_neuronx.xla_impl.data_parallel.DataParallel"),
+        Manual(DATA_PARALLEL),
+    ),
+    *rows_for_names("NM404", ("torch_neuronx.analyze", "torch_neuronx.xla_impl.analyze.analyze"), Manual(ANALYZE)),
+    *(Row(f"torch_neuronx.{name}", "NM405", Manual(text)) for name, text in TRACED_MODEL_HELPERS.items()),
+    *(Row(f"torch_neuronx.experimental.{name}", "NM406", Manual(text)) for name, text in CORE_PLACEMENT.items()),
+    *rows_for_names("NM408", ("torch_neuronx.nki_jit", "torch_neuronx.xla_impl.ops.nki_jit"), Manual(NKI)),
+)
