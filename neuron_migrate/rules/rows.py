@@ -4,8 +4,8 @@ Most legacy names need no code of their own: the answer is a fixed next step, a 
 Like TorchFix's deprecation table and ruff's NumPy 2 table, those names are data::
 
     Row("torch_xla.distributed.spmd.mark_sharding", "NM135", Manual(TENSOR_STEP))
-    Row("torch_xla.core.xla_model.wait_device_ops", "NM112", Rename("torch.neuron.synchronize"))
-    Row("torch_xla.experimental.eager_mode", "NM115", Remove(fallback="drop the call"))
+    Row("torch_xla.amp.syncfree.AdamW", "NM151", Rename("torch.optim.AdamW"))
+    Row("torch_xla.experimental.eager_mode", "NM115", Remove(fallback="drop the call; TorchNeuron is always eager"))
 
 A rule takes its rows by declaring ``rows = FAMILY_ROWS`` (a family's table, kept in
 ``rules/tables/<family>.py``); it keeps the rows carrying its own id, and its ``calls`` and
@@ -52,14 +52,16 @@ class Manual:
 
 @dataclass(frozen=True)
 class Rename:
-    """The name becomes ``target``; the call keeps its arguments. ``target`` is a dotted name reached
-    through its top-level package (``torch.neuron.synchronize``: ``import torch``) or, written
-    ``module:name``, a name imported from its module (``torch.utils.checkpoint:checkpoint``).
-    ``note`` is the edit's message in the report, ``review`` a review marker next to the edit."""
+    """The name becomes the dotted ``target``; the call keeps its arguments. The file imports
+    ``module`` (the target's own module unless given: ``torch.optim.AdamW`` -> ``import torch.optim``),
+    or with ``from_import`` the target's last part from its module (``from torch.utils.checkpoint
+    import checkpoint``). ``note`` is the edit's message in the report, ``review`` a review marker."""
 
     target: str
     note: str = ""
     review: str = ""
+    module: str = ""
+    from_import: bool = False
     answers_calls: ClassVar[bool] = True
     answers_references: ClassVar[bool] = True
 
@@ -74,15 +76,15 @@ class Rename:
         return new
 
     def _imported_name(self, ctx: FileContext) -> str:
-        if ":" in self.target:
-            module, name = self.target.split(":")
-            return ctx.require_from_import(module, name)
-        root, _, rest = self.target.partition(".")
-        alias = ctx.require_import(root)
-        return f"{alias}.{rest}" if rest else alias
+        home, _, name = self.target.rpartition(".")
+        if self.from_import:
+            return ctx.require_from_import(home, name)
+        module = self.module or home
+        rest = self.target.removeprefix(module)
+        return ctx.require_import(module) + rest
 
     def describe(self) -> str:
-        return f"rename -> {self.target.replace(':', '.')}"
+        return f"rename -> {self.target}"
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ def _parallel_rows():
 
 # optimum-neuron training helpers with a same-signature transformers twin
 TRAINING_HELPERS = {
-    qname: ("transformers.trainer_pt_utils", "get_model_param_count")
+    qname: "transformers.trainer_pt_utils.get_model_param_count"
     for qname in optimum_names(
         "get_model_param_count", "models.training.training_utils", "utils.training_utils", top_level=False
     )
@@ -160,8 +160,8 @@ def _utils_rows():
 ROWS = (
     *_parallel_rows(),
     *(
-        Row(qname, "NM220", Rename(f"{module}:{name}", note=f"{qname.rsplit('.', 1)[1]} -> {module}.{name}"))
-        for qname, (module, name) in TRAINING_HELPERS.items()
+        Row(qname, "NM220", Rename(stock, note=f"{qname.rsplit('.', 1)[1]} -> {stock}", from_import=True))
+        for qname, stock in TRAINING_HELPERS.items()
     ),
     *rows_for_names(
         "NM216",
