@@ -99,8 +99,7 @@ class Rule:
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
-        # (the requirement rules have a ``rows()`` of their own: their package table)
-        if isinstance(cls.__dict__.get("rows"), tuple):
+        if "rows" in cls.__dict__:
             from neuron_migrate.rules.rows import install
 
             install(cls)

@@ -47,7 +47,7 @@ class Manual:
         return updated
 
     def describe(self) -> str:
-        return f"manual: {self.step}"
+        return f"TODO: {self.step}"
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ class Rename:
         return ctx.require_import(module) + rest
 
     def describe(self) -> str:
-        return f"rename -> {self.target}"
+        return f"becomes {self.target}" + (f" (review: {self.review})" if self.review else "")
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ class Remove:
         return StatementReplacement([], fallback=self.fallback)
 
     def describe(self) -> str:
-        return "remove the call"
+        return "the call is deleted" + (f"; a bare reference gets TODO: {self.referenced}" if self.referenced else "")
 
 
 Action = Manual | Rename | Remove
