@@ -147,3 +147,22 @@ def test_every_row_of_a_family_table_belongs_to_a_registered_rule():
     for module in tables.family_tables():
         for row in module.ROWS:
             assert row in registered[row.rule].rows, f"{module.__name__}: {row.name} ({row.rule}) is answered by no rule"
+
+
+def test_a_rule_can_decline_some_sites_of_its_rows():
+    from neuron_migrate.rules.rows import answer_row
+
+    class Declining(Rule):
+        """Leaves calls with arguments to another rule, answers the rest from its row."""
+
+        meta = RuleMeta("NM993", "test declining", safety=MANUAL, triggers=(b"legacy_pkg",), example=Example("", ""))
+        rows = (Row("legacy_pkg.helpers.Mesh", "NM993", Manual("build a DeviceMesh")),)
+
+        def apply_row(self, original, updated, qname):
+            if getattr(original, "args", None):
+                return updated
+            return answer_row(self, original, updated, qname)
+
+    plan = RulePlan(index=RuleIndex.build([Declining]), legacy_prefixes=())
+    result = migrate_python("import legacy_pkg.helpers as h\n\na = h.Mesh(4)\nb = h.Mesh()\n", "t.py", plan)
+    assert [f.span.line for f in result.findings if f.rule == "NM993"] == [4]

@@ -28,7 +28,8 @@ from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleM
 from neuron_migrate.rules.calls import UNKNOWN, bind_args, keyword_arg, literal, new_keyword
 from neuron_migrate.rules.optimum_inference import FLASH_REVIEW, stock_loading_args
 from neuron_migrate.rules.optimum_names import optimum_names, with_methods
-from neuron_migrate.rules.tables.optimum_training import ROWS, TRAINING_MODELS_PACKAGE
+from neuron_migrate.rules.rows import answer_row
+from neuron_migrate.rules.tables.optimum_training import MODEL_CLASSES, NEURON_MODEL_STEP, ROWS, TRAINING_MODELS_PACKAGE
 from neuron_migrate.rules.xla_step import source_text, unwrap_with, with_args
 
 NEURON_DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest"
@@ -157,21 +158,6 @@ TRAINING_BUILDERS = frozenset({*TRAINERS, *SFT_TRAINERS, *ORPO_TRAINERS, *ARGUME
 PARSER_NAMES = ("HfArgumentParser", "NeuronHfArgumentParser", "TrlParser")
 PARSE_METHODS = frozenset({"parse_args_into_dataclasses", "parse_dict", "parse_json_file", "parse_yaml_file"})
 
-# optimum.neuron.models.training: its model classes and their stock transformers counterparts.
-TRAINING_MODELS = {
-    "NeuronModelForCausalLM": ("AutoModelForCausalLM", ("models.training.modeling_auto",)),
-    "LlamaForCausalLM": ("LlamaForCausalLM", ("models.training.llama", "models.training.llama.modeling_llama")),
-    "Qwen3ForCausalLM": ("Qwen3ForCausalLM", ("models.training.qwen3", "models.training.qwen3.modeling_qwen3")),
-    "GraniteForCausalLM": (
-        "GraniteForCausalLM",
-        ("models.training.granite", "models.training.granite.modeling_granite"),
-    ),
-}
-MODEL_CLASSES = {
-    qname: stock
-    for name, (stock, modules) in TRAINING_MODELS.items()
-    for qname in optimum_names(name, TRAINING_MODELS_PACKAGE, *modules, top_level=False)
-}
 FROM_PRETRAINED = {f"{qname}.from_pretrained": stock for qname, stock in MODEL_CLASSES.items()}
 TRN_CONFIG = frozenset(
     optimum_names("TrainingNeuronConfig", TRAINING_MODELS_PACKAGE, "models.training.config", top_level=False)
@@ -1537,56 +1523,6 @@ class TrainingModelFromPretrained(Rule):
         return StatementReplacement([])
 
 
-TRAINING_MODEL_NEXT_STEP = {
-    "NeuronModel": 'load the model with transformers.AutoModel.from_pretrained(model_id, device_map="neuron")',
-    "NeuronModelMixin": "subclass transformers.PreTrainedModel instead",
-    "TrainingNeuronConfig": "pass distributed_config=DistributedConfig(tp_size=N) (transformers.distributed) to from_pretrained",
-}
-TRAINING_MODEL_MODULES = {
-    "NeuronModel": ("models.training.modeling_auto",),
-    "NeuronModelMixin": ("models.training.modeling_utils",),
-    "TrainingNeuronConfig": ("models.training.config",),
-}
-# The machinery of optimum-neuron's own tensor-parallel modeling code (models.training exports).
-MODELING_INTERNALS = {
-    "ALL_ATTENTION_FUNCTIONS": "models.training.modeling_utils",
-    "get_pipeline_parameters_for_current_stage": "models.training.pipeline_utils",
-    **dict.fromkeys(
-        (
-            "CustomModule",
-            "FusedLinearsSpec",
-            "GQAQKVColumnParallelLinearSpec",
-            "ModelWeightTransformationSpec",
-            "ModelWeightTransformationSpecs",
-            "adapt_peft_config_for_model",
-            "adapt_state_dict",
-            "create_parameter_metadata",
-            "specialize_transformation_specs_for_model",
-            "to_original_peft_config_for_model",
-            "to_original_weights",
-        ),
-        "models.training.transformations_utils",
-    ),
-}
-INTERNALS_NEXT_STEP = (
-    "part of optimum-neuron's parallel modeling code; stock transformers models need none: delete this use"
-)
-
-
-def _manual_table() -> dict[str, str]:
-    table = {}
-    for name, modules in TRAINING_MODEL_MODULES.items():
-        for qname in optimum_names(name, TRAINING_MODELS_PACKAGE, *modules, top_level=False):
-            table[qname] = TRAINING_MODEL_NEXT_STEP[name]
-    for qname, stock in MODEL_CLASSES.items():
-        table[qname] = f"use transformers.{stock} (from_pretrained(model_id, ...) without trn_config)"
-    for name, module in MODELING_INTERNALS.items():
-        for qname in optimum_names(name, TRAINING_MODELS_PACKAGE, module, top_level=False):
-            table[qname] = INTERNALS_NEXT_STEP
-    return table
-
-
-TRAINING_MODEL_MANUAL = _manual_table()
 NEURON_MODEL = optimum_names("NeuronModel", TRAINING_MODELS_PACKAGE, "models.training.modeling_auto", top_level=False)
 
 
@@ -1621,19 +1557,17 @@ class TrainingModelClasses(Rule):
             ),
         ),
     )
+    rows = ROWS
     calls: ClassVar[dict[str, str]] = {
-        **dict.fromkeys(TRAINING_MODEL_MANUAL, "manual"),
         **dict.fromkeys(with_methods(tuple(MODEL_CLASSES), "from_config"), "from_config"),
         **dict.fromkeys(with_methods(NEURON_MODEL, "from_pretrained", "from_config"), "neuron_model"),
     }
-    references = dict.fromkeys(TRAINING_MODEL_MANUAL, "manual")
 
-    def manual(self, original, updated, qname: str):
+    def apply_row(self, original, updated, qname: str):
+        # A TrainingNeuronConfig(...) that NM211 folds into from_pretrained is answered there.
         if id(original) in script_facts(self.ctx).skip_nodes:
             return updated
-        name = qname.rsplit(".", 1)[1]
-        self.ctx.manual(original, f"{name} has no TorchNeuron counterpart: {TRAINING_MODEL_MANUAL[qname]}")
-        return updated
+        return answer_row(self, original, updated, qname)
 
     def from_config(self, original, updated, qname: str):
         owner = qname.rsplit(".", 1)[0]
@@ -1645,9 +1579,7 @@ class TrainingModelClasses(Rule):
         return updated
 
     def neuron_model(self, original, updated, qname: str):
-        self.ctx.manual(
-            original, f"NeuronModel has no TorchNeuron counterpart: {TRAINING_MODEL_NEXT_STEP['NeuronModel']}"
-        )
+        self.ctx.manual(original, NEURON_MODEL_STEP)
         return updated
 
 

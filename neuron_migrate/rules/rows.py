@@ -9,7 +9,7 @@ Like TorchFix's deprecation table and ruff's NumPy 2 table, those names are data
 
 A rule takes its rows by declaring ``rows = FAMILY_ROWS`` (a family's table, kept in
 ``rules/tables/<family>.py``); it keeps the rows carrying its own id, and its ``calls`` and
-``references`` are derived from them, all answered by :meth:`RowAnswers.apply_row`. The rule's
+``references`` are derived from them, all answered by :func:`answer_row`. The rule's
 hand-written handlers stay for the names that need code; a name is answered by one or the other.
 
 A row's name may end in ``.*`` (every name under that package). Until the engine dispatches on
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from neuron_migrate.migrate.context import FileContext
     from neuron_migrate.rules.base import Rule
 
-__all__ = ["Manual", "Remove", "Rename", "Row", "install", "row_for", "rows_for_names"]
+__all__ = ["Manual", "Remove", "Rename", "Row", "answer_row", "install", "row_for", "rows_for_names"]
 
 
 @dataclass(frozen=True)
@@ -154,15 +154,11 @@ def row_for(rows: dict[str, Row], qname: str) -> Row | None:
     return max(prefixes, key=lambda r: len(r.name), default=None)
 
 
-class RowAnswers:
-    """The handler every row-derived entry of ``calls`` / ``references`` points to."""
-
-    row_table: ClassVar[dict[str, Row]] = {}
-    ctx: FileContext
-
-    def apply_row(self, original: cst.CSTNode, updated: cst.CSTNode, qname: str):
-        row = row_for(self.row_table, qname)
-        return row.action.apply(self.ctx, original, updated)
+def answer_row(rule: Rule, original: cst.CSTNode, updated: cst.CSTNode, qname: str):
+    """The handler every row-derived entry of ``calls`` / ``references`` points to (as the rule's
+    ``apply_row``). A rule that must decline some sites defines ``apply_row`` itself and calls this."""
+    row = row_for(rule.row_table, qname)
+    return row.action.apply(rule.ctx, original, updated)
 
 
 def install(cls: type[Rule]) -> None:
@@ -172,7 +168,8 @@ def install(cls: type[Rule]) -> None:
         raise ValueError(f"{cls.meta.id}: `rows` holds no row of this rule")
     cls.rows = mine
     cls.row_table = {row.name: row for row in mine}
-    cls.apply_row = RowAnswers.apply_row
+    if "apply_row" not in cls.__dict__:
+        cls.apply_row = answer_row
     calls, references = {}, {}
     for row in mine:
         for name in _dispatch_names(cls, row):

@@ -1,4 +1,5 @@
-"""optimum-neuron training-side names a table answers: model-parallel helpers (NM215), the
+"""optimum-neuron training-side names a table answers: training model classes used directly (NM212),
+model-parallel helpers (NM215), the
 get_model_param_count twin (NM220), patch_transformers_for_neuron_sdk (NM216) and the internal
 helpers of optimum.neuron.utils (NM229)."""
 
@@ -8,6 +9,71 @@ from neuron_migrate.rules.optimum_names import optimum_names, with_methods
 from neuron_migrate.rules.rows import Manual, Remove, Rename, Row, rows_for_names
 
 TRAINING_MODELS_PACKAGE = "models.training"
+
+# optimum.neuron.models.training: its model classes and their stock transformers counterparts.
+TRAINING_MODELS = {
+    "NeuronModelForCausalLM": ("AutoModelForCausalLM", ("models.training.modeling_auto",)),
+    "LlamaForCausalLM": ("LlamaForCausalLM", ("models.training.llama", "models.training.llama.modeling_llama")),
+    "Qwen3ForCausalLM": ("Qwen3ForCausalLM", ("models.training.qwen3", "models.training.qwen3.modeling_qwen3")),
+    "GraniteForCausalLM": (
+        "GraniteForCausalLM",
+        ("models.training.granite", "models.training.granite.modeling_granite"),
+    ),
+}
+MODEL_CLASSES = {
+    qname: stock
+    for name, (stock, modules) in TRAINING_MODELS.items()
+    for qname in optimum_names(name, TRAINING_MODELS_PACKAGE, *modules, top_level=False)
+}
+TRAINING_MODEL_NEXT_STEP = {
+    "NeuronModel": 'load the model with transformers.AutoModel.from_pretrained(model_id, device_map="neuron")',
+    "NeuronModelMixin": "subclass transformers.PreTrainedModel instead",
+    "TrainingNeuronConfig": "pass distributed_config=DistributedConfig(tp_size=N) (transformers.distributed) to from_pretrained",
+}
+TRAINING_MODEL_MODULES = {
+    "NeuronModel": ("models.training.modeling_auto",),
+    "NeuronModelMixin": ("models.training.modeling_utils",),
+    "TrainingNeuronConfig": ("models.training.config",),
+}
+# The machinery of optimum-neuron's own tensor-parallel modeling code (models.training exports).
+MODELING_INTERNALS = {
+    "ALL_ATTENTION_FUNCTIONS": "models.training.modeling_utils",
+    "get_pipeline_parameters_for_current_stage": "models.training.pipeline_utils",
+    **dict.fromkeys(
+        (
+            "CustomModule",
+            "FusedLinearsSpec",
+            "GQAQKVColumnParallelLinearSpec",
+            "ModelWeightTransformationSpec",
+            "ModelWeightTransformationSpecs",
+            "adapt_peft_config_for_model",
+            "adapt_state_dict",
+            "create_parameter_metadata",
+            "specialize_transformation_specs_for_model",
+            "to_original_peft_config_for_model",
+            "to_original_weights",
+        ),
+        "models.training.transformations_utils",
+    ),
+}
+INTERNALS_NEXT_STEP = (
+    "part of optimum-neuron's parallel modeling code; stock transformers models need none: delete this use"
+)
+NEURON_MODEL_STEP = f"NeuronModel has no TorchNeuron counterpart: {TRAINING_MODEL_NEXT_STEP['NeuronModel']}"
+
+
+def _training_model_steps() -> dict[str, str]:
+    steps = {}
+    for name, modules in TRAINING_MODEL_MODULES.items():
+        for qname in optimum_names(name, TRAINING_MODELS_PACKAGE, *modules, top_level=False):
+            steps[qname] = TRAINING_MODEL_NEXT_STEP[name]
+    for qname, stock in MODEL_CLASSES.items():
+        steps[qname] = f"use transformers.{stock} (from_pretrained(model_id, ...) without trn_config)"
+    for name, module in MODELING_INTERNALS.items():
+        for qname in optimum_names(name, TRAINING_MODELS_PACKAGE, module, top_level=False):
+            steps[qname] = INTERNALS_NEXT_STEP
+    return steps
+
 
 PARALLEL_NEXT_STEP = {
     "Parallelizer": "build the model with from_pretrained(..., distributed_config=DistributedConfig(tp_size=N))",
@@ -158,6 +224,10 @@ def _utils_rows():
 
 
 ROWS = (
+    *(
+        Row(qname, "NM212", Manual(f"{qname.rsplit('.', 1)[1]} has no TorchNeuron counterpart: {step}"))
+        for qname, step in _training_model_steps().items()
+    ),
     *_parallel_rows(),
     *(
         Row(qname, "NM220", Rename(stock, note=f"{qname.rsplit('.', 1)[1]} -> {stock}", from_import=True))

@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from neuron_migrate.rules.rows import Rename, Row
 
-ROWS = (
-    Row("torch_xla.utils.checkpoint.checkpoint", "NM173", Rename("torch.utils.checkpoint.checkpoint", from_import=True)),
-)
+CHECKPOINT = Rename("torch.utils.checkpoint.checkpoint", from_import=True)
+
+ROWS = (Row("torch_xla.utils.checkpoint.checkpoint", "NM173", CHECKPOINT),)
