@@ -29,7 +29,7 @@ from neuron_migrate.rules.calls import UNKNOWN, bind_args, keyword_arg, literal,
 from neuron_migrate.rules.optimum_inference import FLASH_REVIEW, stock_loading_args
 from neuron_migrate.rules.optimum_names import optimum_names, with_methods
 from neuron_migrate.rules.rows import answer_row
-from neuron_migrate.rules.tables.optimum_training import MODEL_CLASSES, NEURON_MODEL_STEP, ROWS, TRAINING_MODELS_PACKAGE
+from neuron_migrate.rules.tables.optimum_training import MODEL_CLASSES, ROWS, TRAINING_MODELS_PACKAGE
 from neuron_migrate.rules.xla_step import source_text, unwrap_with, with_args
 
 NEURON_DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest"
@@ -1523,7 +1523,6 @@ class TrainingModelFromPretrained(Rule):
         return StatementReplacement([])
 
 
-NEURON_MODEL = optimum_names("NeuronModel", TRAINING_MODELS_PACKAGE, "models.training.modeling_auto", top_level=False)
 
 
 @register
@@ -1558,10 +1557,7 @@ class TrainingModelClasses(Rule):
         ),
     )
     rows = ROWS
-    calls: ClassVar[dict[str, str]] = {
-        **dict.fromkeys(with_methods(tuple(MODEL_CLASSES), "from_config"), "from_config"),
-        **dict.fromkeys(with_methods(NEURON_MODEL, "from_pretrained", "from_config"), "neuron_model"),
-    }
+    calls = dict.fromkeys(with_methods(tuple(MODEL_CLASSES), "from_config"), "from_config")
 
     def apply_row(self, original, updated, qname: str):
         # A TrainingNeuronConfig(...) that NM211 folds into from_pretrained is answered there.
@@ -1576,10 +1572,6 @@ class TrainingModelClasses(Rule):
             f"use transformers.{MODEL_CLASSES[owner]}.from_config(config) without trn_config (and "
             "DistributedConfig at from_pretrained for tensor parallelism)",
         )
-        return updated
-
-    def neuron_model(self, original, updated, qname: str):
-        self.ctx.manual(original, NEURON_MODEL_STEP)
         return updated
 
 

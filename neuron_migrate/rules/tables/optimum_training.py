@@ -59,6 +59,7 @@ MODELING_INTERNALS = {
 INTERNALS_NEXT_STEP = (
     "part of optimum-neuron's parallel modeling code; stock transformers models need none: delete this use"
 )
+NEURON_MODEL = optimum_names("NeuronModel", TRAINING_MODELS_PACKAGE, "models.training.modeling_auto", top_level=False)
 NEURON_MODEL_STEP = f"NeuronModel has no TorchNeuron counterpart: {TRAINING_MODEL_NEXT_STEP['NeuronModel']}"
 
 
@@ -228,6 +229,7 @@ ROWS = (
         Row(qname, "NM212", Manual(f"{qname.rsplit('.', 1)[1]} has no TorchNeuron counterpart: {step}"))
         for qname, step in _training_model_steps().items()
     ),
+    *rows_for_names("NM212", with_methods(NEURON_MODEL, "from_pretrained", "from_config"), Manual(NEURON_MODEL_STEP)),
     *_parallel_rows(),
     *(
         Row(qname, "NM220", Rename(stock, note=f"{qname.rsplit('.', 1)[1]} -> {stock}", from_import=True))
