@@ -111,6 +111,7 @@ def test_an_exact_row_wins_over_a_prefix_row():
     assert row_for(rows, "pkg.mod.sub.f").action.step == "f itself"
     assert row_for(rows, "pkg.mod.sub.g").action.step == "anything under sub"
     assert row_for(rows, "pkg.mod.h").action.step == "anything under mod"
+    assert row_for(rows, "pkg.mod").action.step == "anything under mod"
     assert row_for(rows, "pkg.model") is None
 
 
@@ -121,6 +122,24 @@ def test_a_prefix_row_answers_the_names_its_rule_lists():
         rows = (Row("pkg.mod.*", "NM996", Manual("gone")),)
 
     assert set(PrefixRule.calls) == set(PrefixRule.references) == {"pkg.mod.a", "pkg.mod.b"}
+
+
+def test_a_rule_finding_uses_under_its_prefixes_reads_its_prefix_rows_itself():
+    class UsesRule(Rule):
+        meta = RuleMeta("NM992", "test uses", safety=MANUAL, example=Example("", ""))
+        prefixes = ("pkg",)
+        rows = (Row("pkg.mod.*", "NM992", Manual("gone")), Row("pkg.api", "NM992", Manual("use stock api")))
+
+    assert set(UsesRule.calls) == set(UsesRule.references) == {"pkg.api"}
+    assert row_for(UsesRule.row_table, "pkg.mod.f").action.step == "gone"
+
+
+def test_a_prefix_row_that_no_rule_name_matches_is_refused():
+    with pytest.raises(ValueError, match="matches none of the rule's row_names"):
+
+        class Unmatched(Rule):
+            meta = RuleMeta("NM991", "test unmatched", safety=MANUAL, example=Example("", ""))
+            rows = (Row("pkg.mod.*", "NM991", Manual("gone")),)
 
 
 def test_a_name_with_both_a_row_and_a_handler_is_refused():

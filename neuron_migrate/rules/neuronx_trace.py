@@ -25,11 +25,12 @@ from neuron_migrate import rules as rule_families
 from neuron_migrate.migrate.context import FileContext, code_of, root_name
 from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleMeta, register
 from neuron_migrate.rules.calls import bind_args, first_argument, literal, receiver
-from neuron_migrate.rules.rows import Manual
+from neuron_migrate.rules.rows import Manual, row_for
 from neuron_migrate.rules.tables.neuronx_trace import (
     ANALYZE,
     CORE_PLACEMENT,
     DATA_PARALLEL,
+    LEGACY_PARTS,
     NKI,
     ROWS,
     TRACED_MODEL_HELPERS,
@@ -575,27 +576,6 @@ class DeviceCount(Rule):
 
 # ----- NM409: the rest of the XLA-era torch_neuronx ------------------------------------------------
 
-# Legacy part of torch_neuronx -> what to use instead.
-LEGACY_PARTS = {
-    "torch_neuronx.xla_impl": 'there is no counterpart: do this with stock PyTorch on device "neuron"',
-    "torch_neuronx.experimental": 'there is no counterpart: do this with stock PyTorch on device "neuron"',
-    "torch_neuronx.testing": "compare results with `torch.testing.assert_close` against a CPU run",
-    "torch_neuronx.pyhlo": (
-        'HLO-level code has no counterpart: TorchNeuron compiles through torch.compile(backend="neuron")'
-    ),
-    "torch_neuronx.proto": (
-        "the metadata of a traced model's NEFF has no counterpart: TorchNeuron keeps no traced artifact, "
-        "read input and output shapes from the module and its example inputs"
-    ),
-    "torch_neuronx.utils.get_platform_target": (
-        "read the target (trn1, trn2) from NEURON_PLATFORM_TARGET_OVERRIDE or the instance type, unless your "
-        "torch-neuronx still ships it"
-    ),
-    "torch_neuronx.distributed.fsdp_mics": (
-        'shard with FSDP2 on the neuron process group: `fully_shard(module, mesh=init_device_mesh("neuron", '
-        "(dist.get_world_size(),)))`"
-    ),
-}
 TABLE_RULES = (TraceToCompile, DataParallelToProcesses, AnalyzeToFallbackOps, TracedModelHelpers, CorePlacement,
                NkiJitToNkiOp, DeviceCount)
 
@@ -630,6 +610,8 @@ class OtherXlaEraApi(LegacyUseRule):
     )
     prefixes = tuple(p for p in rule_families.LEGACY_MODULES if p.startswith("torch_neuronx."))
 
+    rows = ROWS
+
     def handle_use(self, original, updated, use: LegacyUse):
         table = "calls" if isinstance(original, cst.Call) else "references"
         if any(use.qname in getattr(rule, table) for rule in TABLE_RULES):
@@ -637,8 +619,8 @@ class OtherXlaEraApi(LegacyUseRule):
         self.ctx.manual(original, f"`{use.qname}` is XLA-era torch-neuronx; {self._advice(use.qname)}")
         return updated
 
-    @staticmethod
-    def _advice(qname: str) -> str:
+    @classmethod
+    def _advice(cls, qname: str) -> str:
         leaf = qname.rsplit(".", 1)[-1]
         # A known API reached through an unusual path keeps its own advice.
         for rule in TABLE_RULES:
@@ -647,8 +629,8 @@ class OtherXlaEraApi(LegacyUseRule):
                     return row.action.step
         if leaf == "trace":
             return f"compile the model instead: `{COMPILE_LATER}`"
-        part = next((p for p in LEGACY_PARTS if qname == p or qname.startswith(p + ".")), "")
-        return LEGACY_PARTS.get(part, 'do this with stock PyTorch on device "neuron"')
+        part = row_for(cls.row_table, qname)
+        return part.action.step if part else 'do this with stock PyTorch on device "neuron"'
 
 
 # ----- NM410: torch_neuronx.distributed on the XLA stack ------------------------------------------

@@ -12,9 +12,10 @@ A rule takes its rows by declaring ``rows = FAMILY_ROWS`` (a family's table, kep
 ``references`` are derived from them, all answered by :func:`answer_row`. The rule's
 hand-written handlers stay for the names that need code; a name is answered by one or the other.
 
-A row's name may end in ``.*`` (every name under that package). Until the engine dispatches on
-prefixes, a prefix row answers the exact names listed in the rule's ``row_names``; the lookup in
-:func:`row_for` already prefers an exact row, then the longest prefix.
+A row's name may end in ``.*``: the package itself and every name under it. The engine dispatches
+exact names, so a prefix row answers the names listed in the rule's ``row_names``, or, in a rule that
+finds the uses under its own ``prefixes`` (LegacyUseRule), the uses that rule hands it; the lookup
+in :func:`row_for` prefers an exact row, then the longest prefix.
 """
 
 from __future__ import annotations
@@ -135,8 +136,9 @@ class Row:
         return self.name.endswith(".*")
 
     def covers(self, qname: str) -> bool:
+        """A prefix row ``pkg.mod.*`` covers ``pkg.mod`` itself and every name under it."""
         if self.is_prefix:
-            return qname.startswith(self.name[:-1])
+            return qname == self.name[:-2] or qname.startswith(self.name[:-1])
         return qname == self.name
 
 
@@ -188,7 +190,11 @@ def install(cls: type[Rule]) -> None:
 def _dispatch_names(cls: type[Rule], row: Row) -> tuple[str, ...]:
     if not row.is_prefix:
         return (row.name,)
-    # The engine dispatches exact names: a prefix row answers the names its rule knows under it.
+    # The engine dispatches exact names. A rule that finds every use under its own ``prefixes``
+    # (LegacyUseRule) reads its prefix rows itself with row_for; any other rule lists the exact
+    # names a prefix row answers in ``row_names``.
+    if any(row.name[:-2] == p or row.name.startswith(p + ".") for p in getattr(cls, "prefixes", ())):
+        return ()
     names = tuple(name for name in getattr(cls, "row_names", ()) if row.covers(name))
     if not names:
         raise ValueError(f"{cls.meta.id}: prefix row {row.name} matches none of the rule's row_names")

@@ -1,4 +1,5 @@
-"""torch-neuronx's XLA-era APIs with no counterpart (NM403-NM406, NM408): the next step for each."""
+"""torch-neuronx's XLA-era APIs with no counterpart (NM403-NM406, NM408) and the other XLA-era parts of
+the package (NM409): the next step for each."""
 
 from __future__ import annotations
 
@@ -44,6 +45,28 @@ NKI = (
     "mutates_args=())` (or `torch_neuronx.wrap_nki`)"
 )
 
+# Legacy part of torch_neuronx -> what to use instead.
+LEGACY_PARTS = {
+    "torch_neuronx.xla_impl": 'there is no counterpart: do this with stock PyTorch on device "neuron"',
+    "torch_neuronx.experimental": 'there is no counterpart: do this with stock PyTorch on device "neuron"',
+    "torch_neuronx.testing": "compare results with `torch.testing.assert_close` against a CPU run",
+    "torch_neuronx.pyhlo": (
+        'HLO-level code has no counterpart: TorchNeuron compiles through torch.compile(backend="neuron")'
+    ),
+    "torch_neuronx.proto": (
+        "the metadata of a traced model's NEFF has no counterpart: TorchNeuron keeps no traced artifact, "
+        "read input and output shapes from the module and its example inputs"
+    ),
+    "torch_neuronx.utils.get_platform_target": (
+        "read the target (trn1, trn2) from NEURON_PLATFORM_TARGET_OVERRIDE or the instance type, unless your "
+        "torch-neuronx still ships it"
+    ),
+    "torch_neuronx.distributed.fsdp_mics": (
+        'shard with FSDP2 on the neuron process group: `fully_shard(module, mesh=init_device_mesh("neuron", '
+        "(dist.get_world_size(),)))`"
+    ),
+}
+
 ROWS = (
     *rows_for_names(
         "NM403",
@@ -54,4 +77,6 @@ ROWS = (
     *(Row(f"torch_neuronx.{name}", "NM405", Manual(text)) for name, text in TRACED_MODEL_HELPERS.items()),
     *(Row(f"torch_neuronx.experimental.{name}", "NM406", Manual(text)) for name, text in CORE_PLACEMENT.items()),
     *rows_for_names("NM408", ("torch_neuronx.nki_jit", "torch_neuronx.xla_impl.ops.nki_jit"), Manual(NKI)),
+    # NM409 answers any use under these parts itself (a LegacyUseRule over LEGACY_MODULES).
+    *(Row(f"{part}.*", "NM409", Manual(text)) for part, text in LEGACY_PARTS.items()),
 )
