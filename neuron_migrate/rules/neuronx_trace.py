@@ -31,6 +31,8 @@ from neuron_migrate.rules.tables.neuronx_trace import (
     CORE_PLACEMENT,
     DATA_PARALLEL,
     LEGACY_PARTS,
+    LIBNEURONXLA,
+    LIBNEURONXLA_OTHER,
     NKI,
     ROWS,
     TRACED_MODEL_HELPERS,
@@ -686,15 +688,6 @@ class XlaEraDistributed(LegacyUseRule):
 
 # ----- NM411: libneuronxla, the XLA-era PJRT plugin -----------------------------------------------
 
-LIBNEURONXLA = {
-    "configure_environment": (
-        "drop this override: TorchNeuron does not load libneuronxla; compiler flags go in NEURON_CC_FLAGS "
-        "and runtime settings in the NEURON_RT_* variables, set before start-up"
-    ),
-}
-LIBNEURONXLA_OTHER = "libneuronxla is the XLA-era Neuron PJRT plugin, which TorchNeuron does not load: delete this use"
-
-
 @register
 class LibneuronxlaRemoved(LegacyUseRule):
     """``libneuronxla`` is the PJRT plugin through which torch_xla reached Neuron devices; TorchNeuron
@@ -724,8 +717,9 @@ class LibneuronxlaRemoved(LegacyUseRule):
         ),
     )
     prefixes = ("libneuronxla",)
+    rows = ROWS
 
     def handle_use(self, original, updated, use: LegacyUse):
-        api = use.qname.split(".")[1] if "." in use.qname else ""
-        self.ctx.manual(original, LIBNEURONXLA.get(api, LIBNEURONXLA_OTHER))
+        row = row_for(self.row_table, use.qname)
+        self.ctx.manual(original, row.action.step if row else LIBNEURONXLA_OTHER)
         return updated

@@ -1,5 +1,5 @@
 """torch-neuronx's XLA-era APIs with no counterpart (NM403-NM406, NM408) and the other XLA-era parts of
-the package (NM409): the next step for each."""
+the package (NM409), libneuronxla (NM411): the next step for each."""
 
 from __future__ import annotations
 
@@ -67,6 +67,14 @@ LEGACY_PARTS = {
     ),
 }
 
+LIBNEURONXLA = {
+    "configure_environment": (
+        "drop this override: TorchNeuron does not load libneuronxla; compiler flags go in NEURON_CC_FLAGS "
+        "and runtime settings in the NEURON_RT_* variables, set before start-up"
+    ),
+}
+LIBNEURONXLA_OTHER = "libneuronxla is the XLA-era Neuron PJRT plugin, which TorchNeuron does not load: delete this use"
+
 ROWS = (
     *rows_for_names(
         "NM403",
@@ -79,4 +87,5 @@ ROWS = (
     *rows_for_names("NM408", ("torch_neuronx.nki_jit", "torch_neuronx.xla_impl.ops.nki_jit"), Manual(NKI)),
     # NM409 answers any use under these parts itself (a LegacyUseRule over LEGACY_MODULES).
     *(Row(f"{part}.*", "NM409", Manual(text)) for part, text in LEGACY_PARTS.items()),
+    *(Row(f"libneuronxla.{name}.*", "NM411", Manual(text)) for name, text in LIBNEURONXLA.items()),
 )
