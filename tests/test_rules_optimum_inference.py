@@ -16,8 +16,9 @@ import pytest
 from tiny import save_tiny_llama, word_tokenizer
 
 from neuron_migrate.rules.base import all_rules
-from neuron_migrate.rules.optimum_diffusers import MIXIN_TARGETS, MIXINS, PIPELINES, TENSOR_PARALLEL_DENOISER
+from neuron_migrate.rules.optimum_diffusers import PIPELINES, TENSOR_PARALLEL_DENOISER
 from neuron_migrate.rules.optimum_inference import TASK_MODELS
+from neuron_migrate.rules.tables.optimum_diffusers import MIXIN_TARGETS, MIXINS
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

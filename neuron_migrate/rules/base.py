@@ -6,12 +6,13 @@ names them for the rule families, which import them from here.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from neuron_migrate.ruleapi import (
     MANUAL,
     REVIEW,
     SAFE,
     Example,
-    Rule,
     RuleIndex,
     RuleMeta,
     StatementReplacement,
@@ -23,6 +24,7 @@ from neuron_migrate.ruleapi import (
     rules_for,
     select_rules,
 )
+from neuron_migrate.ruleapi import Rule as _ApiRule
 
 __all__ = [
     "MANUAL",
@@ -41,3 +43,20 @@ __all__ = [
     "rules_for",
     "select_rules",
 ]
+
+
+class Rule(_ApiRule):
+    """The rule of the rule families: the API's rule, plus names answered by a table rather than by
+    code (rules/rows.py). ``rows = FAMILY_ROWS`` keeps this rule's rows and adds their names to
+    ``calls`` / ``references``. It lives here, not in the API layer, because the row machinery is
+    part of the rules."""
+
+    rows: ClassVar[tuple] = ()
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "rows" in cls.__dict__:
+            # rows.py imports this module, so it is only reachable once a rule class is defined
+            from neuron_migrate.rules.rows import install
+
+            install(cls)

@@ -113,6 +113,11 @@ def rule_text(rule: type[Rule]) -> str:
     if meta.docs:
         lines += ["", "docs:"]
         lines += [f"  {url}" for url in meta.docs]
+    if rule.rows:
+        lines += ["", "table (each name, then what becomes of it):"]
+        for (answer, docs), names in row_groups(rule).items():
+            lines += [f"  {name}" for name in names]
+            lines.append(f"    -> {answer}" + (f" (docs: {docs})" if docs else ""))
     if meta.example is not None:
         if meta.example.before == meta.example.after:
             lines += ["", "example (left as it is; the finding goes to the report):", ""]
@@ -121,6 +126,14 @@ def rule_text(rule: type[Rule]) -> str:
             lines += ["", "example:", ""]
             lines.append(example_diff(meta.example, meta.kind).rstrip("\n"))
     return "\n".join(lines) + "\n"
+
+
+def row_groups(rule: type[Rule]) -> dict[tuple[str, str], list[str]]:
+    """The rule's rows as (answer, docs) -> names, in table order: many names share one answer."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for row in rule.rows:
+        groups.setdefault((row.action.describe(), row.docs), []).append(row.name)
+    return groups
 
 
 def _fence(code: str, language: str) -> str:
@@ -225,6 +238,12 @@ def rule_markdown(rule: type[Rule], level: int = 2) -> str:
         out += ["", meta.summary]
     if meta.docs:
         out += ["", "Documentation: " + ", ".join(f"<{url}>" for url in meta.docs)]
+    if rule.rows:
+        out += ["", f"<details><summary>Names answered by its table ({len(rule.rows)})</summary>", ""]
+        for (answer, docs), names in row_groups(rule).items():
+            link = f" ([docs]({docs}))" if docs else ""
+            out.append(f"- {', '.join(f'`{name}`' for name in names)}: {answer.replace('|', chr(92) + '|')}{link}")
+        out += ["", "</details>"]
     example = meta.example
     language = FENCE_LANGUAGES.get(meta.kind, "text")
     if example is not None and example.before == example.after:

@@ -25,6 +25,18 @@ from neuron_migrate import rules as rule_families
 from neuron_migrate.migrate.context import FileContext, code_of, root_name
 from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleMeta, register
 from neuron_migrate.rules.calls import bind_args, first_argument, literal, receiver
+from neuron_migrate.rules.rows import Manual, row_for
+from neuron_migrate.rules.tables.neuronx_trace import (
+    ANALYZE,
+    CORE_PLACEMENT,
+    DATA_PARALLEL,
+    LEGACY_PARTS,
+    LIBNEURONXLA,
+    LIBNEURONXLA_OTHER,
+    NKI,
+    ROWS,
+    TRACED_MODEL_HELPERS,
+)
 from neuron_migrate.rules.xla_step import source_text
 
 NEURON_DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest"
@@ -143,22 +155,6 @@ class LegacyUseRule(Rule):
 
     def handle_use(self, original, updated, use: LegacyUse):
         raise NotImplementedError
-
-
-class ManualApis(Rule):
-    """A table rule for APIs with no counterpart: ``advice`` maps each qualified name to the next step,
-    said at every call and every bare reference."""
-
-    advice: ClassVar[dict[str, str]] = {}
-
-    def __init_subclass__(cls, **kwargs) -> None:
-        super().__init_subclass__(**kwargs)
-        cls.calls = {qname: "advise" for qname in cls.advice}
-        cls.references = dict(cls.calls)
-
-    def advise(self, original: cst.CSTNode, updated: cst.CSTNode, qname: str):
-        self.ctx.manual(original, self.advice[qname])
-        return updated
 
 
 def imports_torch_neuronx(ctx: FileContext) -> bool:
@@ -397,14 +393,8 @@ class TracedArtifacts(Rule):
 
 # ----- NM403-NM406, NM408: APIs with no counterpart -------------------------------------------------
 
-DATA_PARALLEL = (
-    'one process per NeuronCore: launch with torchrun, `dist.init_process_group("neuron")`, then '
-    '`DistributedDataParallel(model.to("neuron"))` (inference: one model copy per process)'
-)
-
-
 @register
-class DataParallelToProcesses(ManualApis):
+class DataParallelToProcesses(Rule):
     """``torch_neuronx.DataParallel`` split batches over the cores of one process; TorchNeuron runs one
     process per NeuronCore (DOCS_DISTRIBUTED)."""
 
@@ -428,20 +418,11 @@ class DataParallelToProcesses(ManualApis):
             ),
         ),
     )
-    advice = {
-        "torch_neuronx.DataParallel": DATA_PARALLEL,
-        "torch_neuronx.xla_impl.data_parallel.DataParallel": DATA_PARALLEL,
-    }
-
-
-ANALYZE = (
-    'no analyze step: run the model eagerly on "neuron", then `torch_neuronx.get_fallback_ops()` lists the '
-    "ops that ran on the CPU"
-)
+    rows = ROWS
 
 
 @register
-class AnalyzeToFallbackOps(ManualApis):
+class AnalyzeToFallbackOps(Rule):
     """``torch_neuronx.analyze`` reported unsupported ops before tracing; TorchNeuron runs them on the CPU
     and lists them in ``torch_neuronx.get_fallback_ops()`` (DOCS_BEST_PRACTICES)."""
 
@@ -465,30 +446,11 @@ class AnalyzeToFallbackOps(ManualApis):
             ),
         ),
     )
-    advice = {"torch_neuronx.analyze": ANALYZE, "torch_neuronx.xla_impl.analyze.analyze": ANALYZE}
-
-
-# The helpers around traced models: what to do instead of each.
-TRACED_MODEL_HELPERS = {
-    "lazy_load": (
-        'no traced model to load lazily: build the model, `.to("neuron")` and torch.compile it; delete this call'
-    ),
-    "async_load": (
-        'no traced model to load: move the model with `model.to("neuron")` before its first call; delete this call'
-    ),
-    "replace_weights": (
-        "weights are ordinary parameters: `model.load_state_dict(new_state_dict)` on the module you compiled"
-    ),
-    "move_trace_to_device": 'place the model with `model.to(f"neuron:{index}")` before compiling it; delete this call',
-    "dynamic_batch": (
-        "no dynamic batching: pad every batch to one fixed batch size (each new shape compiles again); "
-        "delete this call"
-    ),
-}
+    rows = ROWS
 
 
 @register
-class TracedModelHelpers(ManualApis):
+class TracedModelHelpers(Rule):
     """lazy_load, async_load, replace_weights, move_trace_to_device, dynamic_batch worked on traced
     models; with torch.compile the model is an ordinary module on device "neuron" (DOCS_COMPILE)."""
 
@@ -512,23 +474,11 @@ class TracedModelHelpers(ManualApis):
             ),
         ),
     )
-    advice = {f"torch_neuronx.{name}": text for name, text in TRACED_MODEL_HELPERS.items()}
-
-
-CORE_PLACEMENT = {
-    "set_neuron_cores": (
-        "choose the core with `torch.neuron.set_device(index)` (or NEURON_RT_VISIBLE_CORES) before moving the "
-        'model to "neuron"'
-    ),
-    "neuron_cores_context": "use `with torch.neuron.device(index):` (or NEURON_RT_VISIBLE_CORES) to choose the core",
-    "multicore_context": (
-        "one process per NeuronCore: launch with torchrun and call `torch.neuron.set_device(local_rank)` in each"
-    ),
-}
+    rows = ROWS
 
 
 @register
-class CorePlacement(ManualApis):
+class CorePlacement(Rule):
     """The experimental core-placement helpers -> ``torch.neuron.set_device`` / ``torch.neuron.device``
     (DOCS_MODULE) or NEURON_RT_VISIBLE_CORES."""
 
@@ -554,17 +504,11 @@ class CorePlacement(ManualApis):
             ),
         ),
     )
-    advice = {f"torch_neuronx.experimental.{name}": text for name, text in CORE_PLACEMENT.items()}
-
-
-NKI = (
-    'write the kernel with `@nki.jit` and register it as an op with `@torch_neuronx.nki_op("ns::name", '
-    "mutates_args=())` (or `torch_neuronx.wrap_nki`)"
-)
+    rows = ROWS
 
 
 @register
-class NkiJitToNkiOp(ManualApis):
+class NkiJitToNkiOp(Rule):
     """``torch_neuronx.nki_jit`` (removed in 2.24) -> an ``@nki.jit`` kernel registered with
     ``@torch_neuronx.nki_op`` (DOCS_NATIVE_FAQ)."""
 
@@ -588,7 +532,7 @@ class NkiJitToNkiOp(ManualApis):
             ),
         ),
     )
-    advice = {"torch_neuronx.nki_jit": NKI, "torch_neuronx.xla_impl.ops.nki_jit": NKI}
+    rows = ROWS
 
 
 # ----- NM407: data_parallel.device_count -> torch.neuron.device_count --------------------------------
@@ -634,27 +578,6 @@ class DeviceCount(Rule):
 
 # ----- NM409: the rest of the XLA-era torch_neuronx ------------------------------------------------
 
-# Legacy part of torch_neuronx -> what to use instead.
-LEGACY_PARTS = {
-    "torch_neuronx.xla_impl": 'there is no counterpart: do this with stock PyTorch on device "neuron"',
-    "torch_neuronx.experimental": 'there is no counterpart: do this with stock PyTorch on device "neuron"',
-    "torch_neuronx.testing": "compare results with `torch.testing.assert_close` against a CPU run",
-    "torch_neuronx.pyhlo": (
-        'HLO-level code has no counterpart: TorchNeuron compiles through torch.compile(backend="neuron")'
-    ),
-    "torch_neuronx.proto": (
-        "the metadata of a traced model's NEFF has no counterpart: TorchNeuron keeps no traced artifact, "
-        "read input and output shapes from the module and its example inputs"
-    ),
-    "torch_neuronx.utils.get_platform_target": (
-        "read the target (trn1, trn2) from NEURON_PLATFORM_TARGET_OVERRIDE or the instance type, unless your "
-        "torch-neuronx still ships it"
-    ),
-    "torch_neuronx.distributed.fsdp_mics": (
-        'shard with FSDP2 on the neuron process group: `fully_shard(module, mesh=init_device_mesh("neuron", '
-        "(dist.get_world_size(),)))`"
-    ),
-}
 TABLE_RULES = (TraceToCompile, DataParallelToProcesses, AnalyzeToFallbackOps, TracedModelHelpers, CorePlacement,
                NkiJitToNkiOp, DeviceCount)
 
@@ -689,6 +612,8 @@ class OtherXlaEraApi(LegacyUseRule):
     )
     prefixes = tuple(p for p in rule_families.LEGACY_MODULES if p.startswith("torch_neuronx."))
 
+    rows = ROWS
+
     def handle_use(self, original, updated, use: LegacyUse):
         table = "calls" if isinstance(original, cst.Call) else "references"
         if any(use.qname in getattr(rule, table) for rule in TABLE_RULES):
@@ -696,18 +621,18 @@ class OtherXlaEraApi(LegacyUseRule):
         self.ctx.manual(original, f"`{use.qname}` is XLA-era torch-neuronx; {self._advice(use.qname)}")
         return updated
 
-    @staticmethod
-    def _advice(qname: str) -> str:
+    @classmethod
+    def _advice(cls, qname: str) -> str:
         leaf = qname.rsplit(".", 1)[-1]
         # A known API reached through an unusual path keeps its own advice.
         for rule in TABLE_RULES:
-            for known, text in getattr(rule, "advice", {}).items():
-                if known.rsplit(".", 1)[-1] == leaf:
-                    return text
+            for row in rule.rows:
+                if isinstance(row.action, Manual) and row.name.rsplit(".", 1)[-1] == leaf:
+                    return row.action.step
         if leaf == "trace":
             return f"compile the model instead: `{COMPILE_LATER}`"
-        part = next((p for p in LEGACY_PARTS if qname == p or qname.startswith(p + ".")), "")
-        return LEGACY_PARTS.get(part, 'do this with stock PyTorch on device "neuron"')
+        part = row_for(cls.row_table, qname)
+        return part.action.step if part else 'do this with stock PyTorch on device "neuron"'
 
 
 # ----- NM410: torch_neuronx.distributed on the XLA stack ------------------------------------------
@@ -763,15 +688,6 @@ class XlaEraDistributed(LegacyUseRule):
 
 # ----- NM411: libneuronxla, the XLA-era PJRT plugin -----------------------------------------------
 
-LIBNEURONXLA = {
-    "configure_environment": (
-        "drop this override: TorchNeuron does not load libneuronxla; compiler flags go in NEURON_CC_FLAGS "
-        "and runtime settings in the NEURON_RT_* variables, set before start-up"
-    ),
-}
-LIBNEURONXLA_OTHER = "libneuronxla is the XLA-era Neuron PJRT plugin, which TorchNeuron does not load: delete this use"
-
-
 @register
 class LibneuronxlaRemoved(LegacyUseRule):
     """``libneuronxla`` is the PJRT plugin through which torch_xla reached Neuron devices; TorchNeuron
@@ -801,8 +717,9 @@ class LibneuronxlaRemoved(LegacyUseRule):
         ),
     )
     prefixes = ("libneuronxla",)
+    rows = ROWS
 
     def handle_use(self, original, updated, use: LegacyUse):
-        api = use.qname.split(".")[1] if "." in use.qname else ""
-        self.ctx.manual(original, LIBNEURONXLA.get(api, LIBNEURONXLA_OTHER))
+        row = row_for(self.row_table, use.qname)
+        self.ctx.manual(original, row.action.step if row else LIBNEURONXLA_OTHER)
         return updated

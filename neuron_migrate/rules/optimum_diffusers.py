@@ -35,6 +35,7 @@ from neuron_migrate.rules.optimum_inference import (
     unresolved_review,
 )
 from neuron_migrate.rules.optimum_names import optimum_names, with_methods
+from neuron_migrate.rules.tables.optimum_diffusers import ROWS
 from neuron_migrate.rules.xla_step import with_args
 
 DOCS_DIFFUSERS_PARALLEL = "https://huggingface.co/docs/diffusers/api/parallel"
@@ -97,26 +98,6 @@ IGNORED_BY_PIPELINES = {
     "subfolder": "a diffusers pipeline loads every component from the repository root",
     "config": "a diffusers pipeline reads its own model_index.json",
 }
-
-# optimum-neuron pipeline mixins -> what provides their behaviour in stock diffusers
-MIXINS = {
-    "NeuronStableDiffusionXLPipelineMixin": "StableDiffusionXLPipeline",
-    "NeuronStableDiffusionControlNetPipelineMixin": "StableDiffusionControlNetPipeline",
-    "NeuronStableDiffusionXLControlNetPipelineMixin": "StableDiffusionXLControlNetPipeline",
-    "NeuronIPAdapterMixin": "IPAdapterMixin",
-}
-MIXIN_MODULES = {
-    "NeuronStableDiffusionXLPipelineMixin": "pipelines.diffusers.pipeline_utils",
-    "NeuronStableDiffusionControlNetPipelineMixin": "pipelines.diffusers.pipeline_controlnet",
-    "NeuronStableDiffusionXLControlNetPipelineMixin": "pipelines.diffusers.pipeline_controlnet_sd_xl",
-    "NeuronIPAdapterMixin": "pipelines.diffusers",
-}
-MIXIN_TARGETS = {
-    qname: name
-    for name, module in MIXIN_MODULES.items()
-    for qname in optimum_names(name, "pipelines", "pipelines.diffusers", module, top_level=False)
-}
-
 
 @cache
 def dtype_keyword() -> str:
@@ -353,16 +334,7 @@ class PipelineMixinRemoval(Rule):
             ),
         ),
     )
-    references = dict.fromkeys(MIXIN_TARGETS, "no_counterpart")
-    calls = dict(references)
-
-    def no_counterpart(self, original: cst.CSTNode, updated: cst.CSTNode, qname: str):
-        name = MIXIN_TARGETS[qname]
-        self.ctx.manual(
-            original,
-            f"{name} adapted diffusers to compiled models: drop it and build on diffusers' {MIXINS[name]}",
-        )
-        return updated
+    rows = ROWS
 
 
 

@@ -27,6 +27,7 @@ from neuron_migrate.rules import hf_fields as hf
 from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleMeta, StatementReplacement, register
 from neuron_migrate.rules.calls import UNKNOWN, keyword_arg, literal, new_keyword
 from neuron_migrate.rules.optimum_names import optimum_names, with_methods
+from neuron_migrate.rules.tables.optimum_inference import ROWS
 from neuron_migrate.rules.xla_step import with_args
 
 DOCS_HF_NATIVE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/torchneuron-resources.html"
@@ -167,19 +168,7 @@ SENTENCE_TRANSFORMERS = (
     # up to 0.3
     *optimum_names("NeuronModelForSentenceTransformers", "modeling_sentence_transformers", "modeling"),
 )
-EMBEDDING = optimum_names("NeuronModelForEmbedding", "models.inference.modeling_utils")
 PIPELINE = optimum_names("pipeline", "pipelines", "pipelines.transformers", "pipelines.transformers.base")
-# Base classes of the compiled models: nothing stock plays their part.
-BASE_CLASSES = {
-    **dict.fromkeys(optimum_names("NeuronTracedModel", "modeling_traced"), "NeuronTracedModel"),
-    **dict.fromkeys(optimum_names("NeuronModel", "modeling_base", top_level=False), "NeuronModel"),
-    **dict.fromkeys(
-        optimum_names("NeuronPreTrainedModel", "models.inference.modeling_utils", top_level=False),
-        "NeuronPreTrainedModel",
-    ),
-    # up to 0.1
-    **dict.fromkeys(optimum_names("NeuronDecoderModel", "modeling_decoder"), "NeuronDecoderModel"),
-}
 
 
 def class_table(classes: dict[str, tuple[str, tuple[str, ...]]]) -> dict[str, str]:
@@ -1133,15 +1122,9 @@ class SentenceTransformersToStock(NeuronLoaderRule):
     calls = {
         **loads,
         **dict.fromkeys(SENTENCE_TRANSFORMERS, "constructor"),
-        **dict.fromkeys(EMBEDDING, "embedding"),
-        **dict.fromkeys(with_methods(EMBEDDING, "from_pretrained", "get_neuron_config", "export"), "embedding"),
     }
-    references = {**dict.fromkeys(SENTENCE_TRANSFORMERS, "reference"), **dict.fromkeys(EMBEDDING, "embedding")}
-
-    EMBEDDING_NEXT_STEP = (
-        'use `SentenceTransformer(model_id, device="neuron")`, or `AutoModel.from_pretrained(model_id, '
-        'device_map="neuron")` and pool its last hidden state as the model card says'
-    )
+    references = dict.fromkeys(SENTENCE_TRANSFORMERS, "reference")
+    rows = ROWS
 
     def load(self, original: cst.Call, updated: cst.Call, qname: str):
         load = self.load_of(original)
@@ -1206,10 +1189,6 @@ class SentenceTransformersToStock(NeuronLoaderRule):
         legacy = qname.rsplit(".", 1)[1]
         load = 'SentenceTransformer(model_id, device="neuron")'
         return self.rename_class(original, updated, legacy, "sentence_transformers", "SentenceTransformer", load)
-
-    def embedding(self, original: cst.CSTNode, updated: cst.CSTNode, qname: str):
-        self.ctx.manual(original, self.EMBEDDING_NEXT_STEP)
-        return updated
 
 
 # optimum's pipeline() before its **kwargs, in order.
@@ -1603,16 +1582,4 @@ class CompiledModelBaseClass(Rule):
             ),
         ),
     )
-    calls = dict.fromkeys(
-        [*BASE_CLASSES, *with_methods(tuple(BASE_CLASSES), "from_pretrained", "load_model")], "no_counterpart"
-    )
-    references = dict.fromkeys(BASE_CLASSES, "no_counterpart")
-
-    def no_counterpart(self, original: cst.CSTNode, updated: cst.CSTNode, qname: str):
-        name = next(BASE_CLASSES[q] for q in BASE_CLASSES if qname == q or qname.startswith(q + "."))
-        self.ctx.manual(
-            original,
-            f"{name} wrapped a compiled artifact and has no counterpart: use the transformers model class, or "
-            "PreTrainedModel for type checks",
-        )
-        return updated
+    rows = ROWS

@@ -28,6 +28,8 @@ from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleM
 from neuron_migrate.rules.calls import UNKNOWN, bind_args, keyword_arg, literal, new_keyword
 from neuron_migrate.rules.optimum_inference import FLASH_REVIEW, stock_loading_args
 from neuron_migrate.rules.optimum_names import optimum_names, with_methods
+from neuron_migrate.rules.rows import answer_row
+from neuron_migrate.rules.tables.optimum_training import MODEL_CLASSES, ROWS, TRAINING_MODELS_PACKAGE
 from neuron_migrate.rules.xla_step import source_text, unwrap_with, with_args
 
 NEURON_DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest"
@@ -156,22 +158,6 @@ TRAINING_BUILDERS = frozenset({*TRAINERS, *SFT_TRAINERS, *ORPO_TRAINERS, *ARGUME
 PARSER_NAMES = ("HfArgumentParser", "NeuronHfArgumentParser", "TrlParser")
 PARSE_METHODS = frozenset({"parse_args_into_dataclasses", "parse_dict", "parse_json_file", "parse_yaml_file"})
 
-# optimum.neuron.models.training: its model classes and their stock transformers counterparts.
-TRAINING_MODELS_PACKAGE = "models.training"
-TRAINING_MODELS = {
-    "NeuronModelForCausalLM": ("AutoModelForCausalLM", ("models.training.modeling_auto",)),
-    "LlamaForCausalLM": ("LlamaForCausalLM", ("models.training.llama", "models.training.llama.modeling_llama")),
-    "Qwen3ForCausalLM": ("Qwen3ForCausalLM", ("models.training.qwen3", "models.training.qwen3.modeling_qwen3")),
-    "GraniteForCausalLM": (
-        "GraniteForCausalLM",
-        ("models.training.granite", "models.training.granite.modeling_granite"),
-    ),
-}
-MODEL_CLASSES = {
-    qname: stock
-    for name, (stock, modules) in TRAINING_MODELS.items()
-    for qname in optimum_names(name, TRAINING_MODELS_PACKAGE, *modules, top_level=False)
-}
 FROM_PRETRAINED = {f"{qname}.from_pretrained": stock for qname, stock in MODEL_CLASSES.items()}
 TRN_CONFIG = frozenset(
     optimum_names("TrainingNeuronConfig", TRAINING_MODELS_PACKAGE, "models.training.config", top_level=False)
@@ -1537,57 +1523,6 @@ class TrainingModelFromPretrained(Rule):
         return StatementReplacement([])
 
 
-TRAINING_MODEL_NEXT_STEP = {
-    "NeuronModel": 'load the model with transformers.AutoModel.from_pretrained(model_id, device_map="neuron")',
-    "NeuronModelMixin": "subclass transformers.PreTrainedModel instead",
-    "TrainingNeuronConfig": "pass distributed_config=DistributedConfig(tp_size=N) (transformers.distributed) to from_pretrained",
-}
-TRAINING_MODEL_MODULES = {
-    "NeuronModel": ("models.training.modeling_auto",),
-    "NeuronModelMixin": ("models.training.modeling_utils",),
-    "TrainingNeuronConfig": ("models.training.config",),
-}
-# The machinery of optimum-neuron's own tensor-parallel modeling code (models.training exports).
-MODELING_INTERNALS = {
-    "ALL_ATTENTION_FUNCTIONS": "models.training.modeling_utils",
-    "get_pipeline_parameters_for_current_stage": "models.training.pipeline_utils",
-    **dict.fromkeys(
-        (
-            "CustomModule",
-            "FusedLinearsSpec",
-            "GQAQKVColumnParallelLinearSpec",
-            "ModelWeightTransformationSpec",
-            "ModelWeightTransformationSpecs",
-            "adapt_peft_config_for_model",
-            "adapt_state_dict",
-            "create_parameter_metadata",
-            "specialize_transformation_specs_for_model",
-            "to_original_peft_config_for_model",
-            "to_original_weights",
-        ),
-        "models.training.transformations_utils",
-    ),
-}
-INTERNALS_NEXT_STEP = (
-    "part of optimum-neuron's parallel modeling code; stock transformers models need none: delete this use"
-)
-
-
-def _manual_table() -> dict[str, str]:
-    table = {}
-    for name, modules in TRAINING_MODEL_MODULES.items():
-        for qname in optimum_names(name, TRAINING_MODELS_PACKAGE, *modules, top_level=False):
-            table[qname] = TRAINING_MODEL_NEXT_STEP[name]
-    for qname, stock in MODEL_CLASSES.items():
-        table[qname] = f"use transformers.{stock} (from_pretrained(model_id, ...) without trn_config)"
-    for name, module in MODELING_INTERNALS.items():
-        for qname in optimum_names(name, TRAINING_MODELS_PACKAGE, module, top_level=False):
-            table[qname] = INTERNALS_NEXT_STEP
-    return table
-
-
-TRAINING_MODEL_MANUAL = _manual_table()
-NEURON_MODEL = optimum_names("NeuronModel", TRAINING_MODELS_PACKAGE, "models.training.modeling_auto", top_level=False)
 
 
 @register
@@ -1621,19 +1556,14 @@ class TrainingModelClasses(Rule):
             ),
         ),
     )
-    calls: ClassVar[dict[str, str]] = {
-        **dict.fromkeys(TRAINING_MODEL_MANUAL, "manual"),
-        **dict.fromkeys(with_methods(tuple(MODEL_CLASSES), "from_config"), "from_config"),
-        **dict.fromkeys(with_methods(NEURON_MODEL, "from_pretrained", "from_config"), "neuron_model"),
-    }
-    references = dict.fromkeys(TRAINING_MODEL_MANUAL, "manual")
+    rows = ROWS
+    calls = dict.fromkeys(with_methods(tuple(MODEL_CLASSES), "from_config"), "from_config")
 
-    def manual(self, original, updated, qname: str):
+    def apply_row(self, original, updated, qname: str):
+        # A TrainingNeuronConfig(...) that NM211 folds into from_pretrained is answered there.
         if id(original) in script_facts(self.ctx).skip_nodes:
             return updated
-        name = qname.rsplit(".", 1)[1]
-        self.ctx.manual(original, f"{name} has no TorchNeuron counterpart: {TRAINING_MODEL_MANUAL[qname]}")
-        return updated
+        return answer_row(self, original, updated, qname)
 
     def from_config(self, original, updated, qname: str):
         owner = qname.rsplit(".", 1)[0]
@@ -1641,12 +1571,6 @@ class TrainingModelClasses(Rule):
             original,
             f"use transformers.{MODEL_CLASSES[owner]}.from_config(config) without trn_config (and "
             "DistributedConfig at from_pretrained for tensor parallelism)",
-        )
-        return updated
-
-    def neuron_model(self, original, updated, qname: str):
-        self.ctx.manual(
-            original, f"NeuronModel has no TorchNeuron counterpart: {TRAINING_MODEL_NEXT_STEP['NeuronModel']}"
         )
         return updated
 
@@ -1850,38 +1774,6 @@ class LazyLoadForParallelism(Rule):
         return sizes
 
 
-PARALLEL_NEXT_STEP = {
-    "Parallelizer": "build the model with from_pretrained(..., distributed_config=DistributedConfig(tp_size=N))",
-    "ParallelizersManager": "build the model with from_pretrained(..., distributed_config=DistributedConfig(tp_size=N))",
-    "make_optimizer_constructor_lazy": "delete it: build the optimizer class directly, after the model is built",
-    "consolidate_model_parallel_checkpoints": "save with model.save_pretrained(...) so no shards need consolidating",
-    "consolidate_model_parallel_checkpoints_to_unified_checkpoint": (
-        "save with model.save_pretrained(...) (torch.distributed.checkpoint for sharded state) instead"
-    ),
-    "ModelParallelismPlugin": "pass distributed_config=DistributedConfig(tp_size=N, pp_size=M) to from_pretrained",
-}
-PARALLEL_MODULES = {
-    "Parallelizer": ("distributed", "distributed.base"),
-    "ParallelizersManager": ("distributed", "distributed.parallelizers_manager"),
-    "make_optimizer_constructor_lazy": ("distributed", "distributed.utils"),
-    "consolidate_model_parallel_checkpoints": ("distributed", "distributed.checkpointing"),
-    "consolidate_model_parallel_checkpoints_to_unified_checkpoint": (
-        TRAINING_MODELS_PACKAGE,
-        "models.training.checkpointing",
-    ),
-    "ModelParallelismPlugin": ("accelerate", "accelerate.utils", "accelerate.utils.dataclasses"),
-}
-PARALLEL_METHODS = {
-    "ParallelizersManager": ("parallelizer_for_model", "is_model_supported", "get_supported_model_types")
-}
-PARALLEL_MANUAL = {
-    qname: name
-    for name, modules in PARALLEL_MODULES.items()
-    for qname in (
-        *optimum_names(name, *modules, top_level=False),
-        *with_methods(optimum_names(name, *modules, top_level=False), *PARALLEL_METHODS.get(name, ())),
-    )
-}
 
 
 @register
@@ -1913,22 +1805,9 @@ class ModelParallelismHelpers(Rule):
             ),
         ),
     )
-    calls = dict.fromkeys(PARALLEL_MANUAL, "manual")
-    references = dict.fromkeys(PARALLEL_MANUAL, "manual")
-
-    def manual(self, original, updated, qname: str):
-        name = PARALLEL_MANUAL[qname]
-        self.ctx.manual(original, f"{name} has no TorchNeuron counterpart: {PARALLEL_NEXT_STEP[name]}")
-        return updated
+    rows = ROWS
 
 
-# optimum-neuron training helpers with a same-signature transformers twin
-TRAINING_HELPERS = {
-    qname: ("transformers.trainer_pt_utils", "get_model_param_count")
-    for qname in optimum_names(
-        "get_model_param_count", "models.training.training_utils", "utils.training_utils", top_level=False
-    )
-}
 
 
 @register
@@ -1955,27 +1834,9 @@ class TrainingHelpersToTransformers(Rule):
             ),
         ),
     )
-    references = dict.fromkeys(TRAINING_HELPERS, "stock")
-    calls = dict.fromkeys(TRAINING_HELPERS, "stock_call")
-
-    def stock(self, original, updated, qname: str):
-        module, name = TRAINING_HELPERS[qname]
-        self.ctx.note(f"{qname.rsplit('.', 1)[1]} -> {module}.{name}")
-        return self.ctx.expr(self.ctx.require_from_import(module, name))
-
-    def stock_call(self, original, updated, qname: str):
-        return updated.with_changes(func=self.stock(original.func, updated.func, qname))
+    rows = ROWS
 
 
-PATCH_TRANSFORMERS = frozenset(
-    optimum_names(
-        "patch_transformers_for_neuron_sdk",
-        TRAINING_MODELS_PACKAGE,
-        "models.training.training_utils",
-        "utils.training_utils",
-        top_level=False,
-    )
-)
 
 
 @register
@@ -1998,15 +1859,7 @@ class PatchTransformersRemoval(Rule):
             after="main()\n",
         ),
     )
-    calls = dict.fromkeys(PATCH_TRANSFORMERS, "remove")
-    references = dict.fromkeys(PATCH_TRANSFORMERS, "manual")
-
-    def remove(self, original, updated, qname):
-        return StatementReplacement([], fallback="delete the call: stock transformers needs no patching")
-
-    def manual(self, original, updated, qname):
-        self.ctx.manual(original, "patch_transformers_for_neuron_sdk has no TorchNeuron counterpart: delete this use")
-        return updated
+    rows = ROWS
 
 
 @register
@@ -2244,106 +2097,6 @@ class TestDecorators(Rule):
         return updated.with_changes(decorators=decorators)
 
 
-NO_COUNTERPART = "it has no TorchNeuron counterpart: delete this use"
-EXPORT_ARGUMENTS = "it fed the ahead-of-time export; TorchNeuron compiles on first call: delete this use"
-ARTIFACT_NAME = "it names compiled artifacts TorchNeuron does not write: delete this use"
-INPUT_GENERATOR = "it made dummy inputs for tracing, which TorchNeuron does not need: delete this use"
-PATCHING = "use unittest.mock.patch, or delete this use"
-UTILS_NEXT_STEP = {
-    "argument_utils": {
-        name: EXPORT_ARGUMENTS
-        for name in (
-            "LoRAAdapterArguments",
-            "IPAdapterArguments",
-            "ImageEncoderArguments",
-            "InputShapesArguments",
-            "NeuronArgumentParser",
-            "convert_neuronx_compiler_args_to_neuron",
-            "store_compilation_config",
-        )
-    },
-    "constant": {
-        **{
-            name: ARTIFACT_NAME
-            for name in (
-                "DECODER_NAME",
-                "DIFFUSION_MODEL_TEXT_ENCODER_2_NAME",
-                "DIFFUSION_MODEL_TEXT_ENCODER_NAME",
-                "DIFFUSION_MODEL_IMAGE_ENCODER_NAME",
-                "DIFFUSION_MODEL_UNET_NAME",
-                "DIFFUSION_MODEL_TRANSFORMER_NAME",
-                "DIFFUSION_MODEL_VAE_DECODER_NAME",
-                "DIFFUSION_MODEL_VAE_ENCODER_NAME",
-                "DIFFUSION_MODEL_CONTROLNET_NAME",
-                "ENCODER_NAME",
-                "NEURON_FILE_NAME",
-            )
-        },
-        "WEIGHTS_INDEX_NAME": "use transformers.utils.WEIGHTS_INDEX_NAME",
-        "SAFE_WEIGHTS_INDEX_NAME": "use transformers.utils.SAFE_WEIGHTS_INDEX_NAME",
-    },
-    "import_utils": {
-        "is_accelerate_available": "use transformers.utils.is_accelerate_available",
-        "is_neuronx_available": "use torch.neuron.is_available()",
-        "is_torch_neuronx_available": "use torch.neuron.is_available()",
-        "is_trl_available": 'use importlib.util.find_spec("trl") is not None',
-    },
-    "input_generators": {
-        name: INPUT_GENERATOR
-        for name in (
-            "DTYPE_MAPPER",
-            "DummyBeamValuesGenerator",
-            "DummyMaskedPosGenerator",
-            "DummyControNetInputGenerator",
-            "ASTDummyAudioInputGenerator",
-            "DummyIPAdapterInputGenerator",
-            "DummyFluxTransformerRotaryEmbGenerator",
-            "DummyFluxKontextTransformerRotaryEmbGenerator",
-            "DummyTimestepInputGenerator",
-            "WhisperDummyTextInputGenerator",
-        )
-    },
-    "misc": {
-        "DiffusersPretrainedConfig": "use the diffusers model's own config class",
-        "check_if_weights_replacable": NO_COUNTERPART,
-        "get_stable_diffusion_configs": "read each component's config from the diffusers pipeline",
-        "replace_weights": "load weights with load_state_dict(...) on the stock model",
-        "get_checkpoint_shard_files": "use transformers.utils.hub.get_checkpoint_shard_files",
-    },
-    "model_utils": {
-        "get_tied_parameters_dict": "use accelerate.utils.find_tied_parameters(model)",
-        "tie_parameters": "call model.tie_weights()",
-        "saved_model_in_temporary_directory": "save to a tempfile.TemporaryDirectory() with save_pretrained",
-    },
-    "optimization_utils": {
-        "get_attention_scores_sd": "use torch.nn.functional.scaled_dot_product_attention",
-        "get_attention_scores_sdxl": "use torch.nn.functional.scaled_dot_product_attention",
-        "neuron_scaled_dot_product_attention": "use torch.nn.functional.scaled_dot_product_attention",
-    },
-    "patching": {
-        name: PATCHING
-        for name in (
-            "DynamicPatch",
-            "ModelPatcher",
-            "Patcher",
-            "patch_everywhere",
-            "patch_within_function",
-            "replace_class_in_inheritance_hierarchy",
-        )
-    },
-}
-UTILS_MANUAL = {
-    qname: (name, step)
-    for module, names in UTILS_NEXT_STEP.items()
-    for name, step in names.items()
-    for qname in optimum_names(name, "utils", f"utils.{module}", top_level=False)
-}
-UTILS_MANUAL.update(
-    dict.fromkeys(
-        optimum_names("TRL_VERSION", "trainers", "trainers.trl_utils", top_level=False),
-        ("TRL_VERSION", 'the TRL release optimum-neuron pinned; read importlib.metadata.version("trl") instead'),
-    )
-)
 
 
 @register
@@ -2374,10 +2127,4 @@ class OptimumNeuronUtils(Rule):
             ),
         ),
     )
-    calls = dict.fromkeys(UTILS_MANUAL, "manual")
-    references = dict.fromkeys(UTILS_MANUAL, "manual")
-
-    def manual(self, original, updated, qname: str):
-        name, step = UTILS_MANUAL[qname]
-        self.ctx.manual(original, f"{name} is an optimum-neuron helper: {step}")
-        return updated
+    rows = ROWS

@@ -593,7 +593,7 @@ class RequirementRule(Rule):
     carrying this rule's id."""
 
     @classmethod
-    def rows(cls) -> dict[str, Package]:
+    def packages(cls) -> dict[str, Package]:
         return {name: row for name, row in PACKAGES.items() if row.rule == cls.meta.id}
 
 

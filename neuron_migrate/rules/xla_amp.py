@@ -13,6 +13,7 @@ import libcst as cst
 
 from neuron_migrate.rules.base import MANUAL, SAFE, Example, Rule, RuleMeta, register
 from neuron_migrate.rules.calls import bind_args, keyword_arg, literal
+from neuron_migrate.rules.tables.xla_amp import ROWS
 from neuron_migrate.rules.xla_device import AUTOCAST_CALLS, is_xla_string, to_neuron_string
 
 DOCS_CHANGES = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
@@ -160,13 +161,6 @@ def _respaced(new_args: list[cst.Arg], old_args) -> list[cst.Arg]:
     return out
 
 
-SYNCFREE = {
-    f"torch_xla.amp.syncfree.{module}{name}": name
-    for name, home in (("Adam", "adam"), ("AdamW", "adamw"), ("SGD", "sgd"))
-    for module in ("", f"{home}.")
-}
-
-
 @register
 class SyncfreeOptimizers(Rule):
     """``torch_xla.amp.syncfree.{Adam,AdamW,SGD}`` -> ``torch.optim`` (same arguments and updates)."""
@@ -190,17 +184,7 @@ class SyncfreeOptimizers(Rule):
             ),
         ),
     )
-    calls = {qname: "to_stock_call" for qname in SYNCFREE}
-    references = {qname: "to_stock_name" for qname in SYNCFREE}
-
-    def _stock(self, qname: str) -> cst.BaseExpression:
-        return self.ctx.expr(f"{self.ctx.require_import('torch.optim')}.{SYNCFREE[qname]}")
-
-    def to_stock_call(self, original: cst.Call, updated: cst.Call, qname: str):
-        return updated.with_changes(func=self._stock(qname))
-
-    def to_stock_name(self, original, updated, qname: str):
-        return self._stock(qname)
+    rows = ROWS
 
 
 GRAD_SCALERS = (

@@ -31,6 +31,7 @@ from neuron_migrate.rules.calls import (
     spread_arguments,
 )
 from neuron_migrate.rules.xla_device import XLA_DEVICE_CALLS
+from neuron_migrate.rules.tables.xla_data import ROWS, XMP
 from neuron_migrate.rules.xla_step import DOCS_DISTRIBUTED, DOCS_EAGER, source_text
 
 DOCS_WHAT_CHANGES = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
@@ -38,7 +39,6 @@ DOCS_WHAT_CHANGES = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/tor
 PARALLEL_LOADER_MODULE = "torch_xla.distributed.parallel_loader"
 MP_DEVICE_LOADER = f"{PARALLEL_LOADER_MODULE}.MpDeviceLoader"
 PARALLEL_LOADER = f"{PARALLEL_LOADER_MODULE}.ParallelLoader"
-XMP = "torch_xla.distributed.xla_multiprocessing"
 PARALLEL_LOADER_PARAMS = ("loader", "devices")
 
 # Calls a loop may wrap around a loader without changing its batches. True: the loop target is
@@ -792,11 +792,7 @@ class MpSerialExecutorManual(Rule):
             ),
         ),
     )
-    calls = {f"{XMP}.MpSerialExecutor": "executor"}
-
-    def executor(self, original: cst.Call, updated: cst.Call, qname: str):
-        self.ctx.manual(original, "delete the executor and call the functions given to its .run() directly")
-        return updated
+    rows = ROWS
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
         func = original.func

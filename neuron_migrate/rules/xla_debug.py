@@ -11,40 +11,12 @@ import libcst as cst
 
 from neuron_migrate.rules.base import MANUAL, SAFE, Example, Rule, RuleMeta, StatementReplacement, register
 from neuron_migrate.rules.calls import bind_args, name_nodes
+from neuron_migrate.rules.tables.xla_debug import NAMES_DIFFER, PROFILE, PROFILE_STEPS, PROFILER, PROFILER_MODULE, ROWS
 
 DOCS_ENV = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/env-vars.html"
 DOCS_COMPILE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/reference-torch-compile.html"
 DOCS_RESOURCES = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/torchneuron-resources.html"
 DOCS_PROFILER = "https://docs.pytorch.org/docs/stable/profiler.html"
-
-_METRICS = "torch_xla.debug.metrics."
-_NAMES_DIFFER = (
-    "counter names differ from XLA's (e.g. CompilationCache.InMemoryHits); "
-    "metrics stay empty unless TORCH_NEURONX_METRICS_ENABLED=1"
-)
-
-# XLA metrics function -> (TorchNeuron replacement, what a reviewer must check; "" = same meaning).
-METRICS = {
-    "metrics_report": ("torch_neuronx.metrics.report", _NAMES_DIFFER),
-    "short_metrics_report": ("torch_neuronx.metrics.report_filtered", _NAMES_DIFFER),
-    "counter_names": ("torch_neuronx.metrics.get_counter_names", _NAMES_DIFFER),
-    "counter_value": ("torch_neuronx.metrics.get_counter_value", _NAMES_DIFFER),
-    "metric_names": ("torch_neuronx.metrics.get_metric_names", _NAMES_DIFFER),
-    "metric_data": (
-        "torch_neuronx.metrics.get_metric_data",
-        "returns a dict (accumulator, total_samples, repr), not XLA's tuple; metric names differ",
-    ),
-    # The C++ binding metrics_report() wraps, called directly by some scripts.
-    "torch_xla._XLAC._xla_metrics_report": ("torch_neuronx.metrics.report", _NAMES_DIFFER),
-    "clear_all": ("torch_neuronx.metrics.clear_all", ""),
-    "clear_counters": ("torch_neuronx.metrics.clear_counters", ""),
-    "clear_metrics": ("torch_neuronx.metrics.clear_metrics", ""),
-    "executed_fallback_ops": (
-        "torch_neuronx.get_fallback_ops",
-        "lists the ops that ran on CPU by name; XLA reported aten:: counters",
-    ),
-}
-
 
 @register
 class XlaMetricsToNeuron(Rule):
@@ -66,34 +38,12 @@ class XlaMetricsToNeuron(Rule):
             ),
             after=(
                 "import torch_neuronx.metrics\n\n"
-                f"# neuron-migrate(NM160): {_NAMES_DIFFER}\n"
+                f"# neuron-migrate(NM160): {NAMES_DIFFER}\n"
                 "print(torch_neuronx.metrics.report())\n"
             ),
         ),
     )
-    calls = {(name if name.startswith("torch_xla.") else _METRICS + name): "to_neuron_metrics" for name in METRICS}
-
-    def to_neuron_metrics(self, original: cst.Call, updated: cst.Call, qname: str):
-        target, review = METRICS[qname.removeprefix(_METRICS)]
-        module, _, function = target.rpartition(".")
-        if review:
-            self.ctx.review(review)
-        name = self.ctx.require_import(module)
-        return updated.with_changes(func=self.ctx.expr(f"{name}.{function}"))
-
-
-_PROFILE = "torch.profiler.profile(...)"
-_PROFILE_STEPS = f"wrap the steps to trace in `with {_PROFILE} as prof:` and open the trace in Neuron Explorer"
-
-# XLA profiler entry point -> the concrete next step.
-PROFILER = {
-    "start_server": f"TorchNeuron has no profiler server: delete this and {_PROFILE_STEPS}",
-    "trace": f"no remote capture on TorchNeuron: {_PROFILE_STEPS}",
-    "trace_detached": f"no remote capture on TorchNeuron: {_PROFILE_STEPS}",
-    "start_trace": f"{_PROFILE_STEPS} (prof.start()/prof.stop() if the steps are not in one block)",
-    "stop_trace": "stop the torch.profiler.profile started for the matching start_trace (prof.stop())",
-}
-_PROFILER = "torch_xla.debug.profiler."
+    rows = ROWS
 
 
 @register
@@ -119,16 +69,16 @@ class XlaProfilerManual(Rule):
             ),
         ),
     )
-    calls = {_PROFILER + name: "flag_profiler" for name in PROFILER}
+    rows = ROWS
+    calls = {f"{PROFILER_MODULE}.start_server": "start_server"}
 
-    def flag_profiler(self, original: cst.Call, updated: cst.Call, qname: str):
-        name = qname.removeprefix(_PROFILER)
-        if name == "start_server" and self._server_is_unused(original):
+    def start_server(self, original: cst.Call, updated: cst.Call, qname: str):
+        if self._server_is_unused(original):
             # The server only opened a port for remote capture; nothing else depends on it, so
             # its line goes (see leave_SimpleStatementLine, which may delete an assignment).
             self.unused_servers.add(id(self.ctx.statement_for_call[id(original)]))
             return updated
-        self.ctx.manual(original, PROFILER[name])
+        self.ctx.manual(original, PROFILER["start_server"])
         return updated
 
     def __init__(self, ctx) -> None:
@@ -138,7 +88,7 @@ class XlaProfilerManual(Rule):
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
         if id(original) not in self.unused_servers:
             return updated
-        self.ctx.todo(f"profiler server: {_PROFILE_STEPS}")
+        self.ctx.todo(f"profiler server: {PROFILE_STEPS}")
         return StatementReplacement([])
 
     def _server_is_unused(self, call: cst.Call) -> bool:
@@ -165,7 +115,7 @@ ANNOTATIONS = {
 }
 STEP_TRACE_REVIEW = (
     "StepTrace also ended the XLA step (eager TorchNeuron needs no cut); "
-    f"inside a {_PROFILE} block call prof.step() once per step"
+    f"inside a {PROFILE} block call prof.step() once per step"
 )
 
 
@@ -194,14 +144,14 @@ class XlaTraceToRecordFunction(Rule):
             ),
         ),
     )
-    calls = {_PROFILER + name: "to_record_function" for name in ANNOTATIONS}
+    calls = {f"{PROFILER_MODULE}.{name}": "to_record_function" for name in ANNOTATIONS}
 
     def to_record_function(self, original: cst.Call, updated: cst.Call, qname: str):
-        name = qname.removeprefix(_PROFILER)
+        name = qname.removeprefix(f"{PROFILER_MODULE}.")
         params = ANNOTATIONS[name]
         bound = bind_args(updated, params, other_keywords=True)
         if bound is None or "name" not in bound:
-            self.ctx.manual(original, f"use `with torch.profiler.record_function(name):` inside a {_PROFILE} block")
+            self.ctx.manual(original, f"use `with torch.profiler.record_function(name):` inside a {PROFILE} block")
             return updated
         metadata = [a.keyword.value for a in updated.args if a.keyword is not None and a.keyword.value not in params]
         if metadata:

@@ -14,6 +14,7 @@ import libcst as cst
 from neuron_migrate.migrate.context import code_of
 from neuron_migrate.rules.base import REVIEW, SAFE, Example, Rule, RuleMeta, StatementReplacement, register
 from neuron_migrate.rules.calls import ComparisonRule, bind_args, literal
+from neuron_migrate.rules.tables.xla_device import ROWS
 
 DOCS_CHANGES = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 DOCS_MODULE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/api/torch-neuron-module.html"
@@ -745,9 +746,9 @@ class RuntimeDeviceQueries(Rule):
             ),
         ),
     )
+    rows = ROWS
     calls = {
         "torch_xla.runtime.device_type": "device_type",
-        "torch_xla.runtime.set_device_type": "remove",
         "torch_xla.runtime.local_device_count": "local_count",
         "torch_xla.runtime.addressable_device_count": "local_count",
         "torch_xla.device_count": "local_count",
@@ -755,7 +756,6 @@ class RuntimeDeviceQueries(Rule):
         "torch_xla.runtime.global_runtime_device_count": "global_count",
         "torch_xla.core.xla_model.get_xla_supported_devices": "supported_devices",
         "torch_xla.runtime.is_bf16_supported": "bf16_supported",
-        "torch_xla.core.xla_model.get_memory_info": "memory_info",
         "torch_xla.core.xla_model.xla_device_hw": "device_hw",
     }
 
@@ -852,10 +852,6 @@ class RuntimeDeviceQueries(Rule):
         self.ctx.note(f'xr.device_type() -> "{TRAINIUM_DEVICE_TYPE}", what it returned on Trainium')
         return self.ctx.expr(f'"{TRAINIUM_DEVICE_TYPE}"')
 
-    def remove(self, original, updated, qname):
-        self.ctx.note("xr.set_device_type() removed: neuron is the only device type")
-        return StatementReplacement([], fallback="delete the call; TorchNeuron has a single device type")
-
     def local_count(self, original, updated, qname):
         self.ctx.note("local device count -> torch.neuron.device_count()")
         self.ctx.review(_DEVICE_COUNT_REVIEW)
@@ -884,13 +880,6 @@ class RuntimeDeviceQueries(Rule):
             "torch.neuron.is_bf16_supported() is inferred, not documented; confirm your torch-neuronx has it"
         )
         return self.ctx.expr(f"{self.ctx.require_import('torch')}.neuron.is_bf16_supported()")
-
-    def memory_info(self, original, updated, qname):
-        self.ctx.manual(
-            original,
-            "read memory use from torch.neuron.memory_stats() instead; its keys differ from get_memory_info()",
-        )
-        return updated
 
     def device_hw(self, original, updated, qname):
         if id(original) in self.folded_queries:

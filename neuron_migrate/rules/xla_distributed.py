@@ -36,6 +36,7 @@ from neuron_migrate.rules.calls import (
     names_in,
     receiver,
 )
+from neuron_migrate.rules.tables.xla_distributed import ROWS, TENSOR_STEP, WRAP_STEP, XM, XR
 from neuron_migrate.rules.xla_data import LAUNCHERS
 
 NEURON_DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch"
@@ -48,8 +49,6 @@ DOCS_FSDP2 = "https://pytorch.org/docs/stable/distributed.fsdp.fully_shard.html"
 DOCS_DTENSOR = "https://pytorch.org/docs/stable/distributed.tensor.html"
 DOCS_DCP = "https://pytorch.org/docs/stable/distributed.checkpoint.html"
 
-XM = "torch_xla.core.xla_model"
-XR = "torch_xla.runtime"
 
 # Environment variables torchrun sets, and the value a plain single-process run should see.
 ENV_DEFAULTS = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}
@@ -1119,22 +1118,6 @@ def _leads_function(statement: cst.BaseStatement, position: int) -> bool:
 
 
 # ----- NM129: the other collectives ------------------------------------------------------------------------
-COLLECTIVE_NEXT_STEPS = {
-    f"{XM}.reduce_scatter": (
-        "use `dist.reduce_scatter_single(out, input, op=dist.ReduceOp.SUM)` (scatters dim 0 into "
-        "world_size parts; move `scatter_dim` to dim 0 first), then `out.mul_(scale)`"
-    ),
-    f"{XM}.all_to_all": (
-        "use `dist.all_to_all_single(output, input)` (splits and concatenates along dim 0; "
-        "move split_dimension / concat_dimension to dim 0 first)"
-    ),
-    f"{XM}.collective_permute": (
-        "send and receive with `dist.batch_isend_irecv([dist.P2POp(dist.isend, t, peer), "
-        "dist.P2POp(dist.irecv, out, peer)])` for each (source, target) pair"
-    ),
-    f"{XM}.send": "use `dist.send(tensor, dst=peer_rank)`; xm.send named an XLA channel id, not a peer rank",
-    f"{XM}.recv": "use `dist.recv(tensor, src=peer_rank)`; xm.recv named an XLA channel id, not a peer rank",
-}
 BROADCAST_MASTER_PARAM = (f"{XM}.broadcast_master_param", "torch_xla.experimental.pjrt.broadcast_master_param")
 BROADCAST_NEXT_STEP = (
     "copy rank 0's weights: `for t in [*model.parameters(), *model.buffers()]: dist.broadcast(t.data, src=0)`, "
@@ -1173,15 +1156,10 @@ class OtherCollectives(DistributedRule):
             ),
         ),
     )
-    calls = {
-        **{name: "next_step" for name in COLLECTIVE_NEXT_STEPS},
-        **{name: "broadcast_master_param" for name in BROADCAST_MASTER_PARAM},
-    }
+    rows = ROWS
+    calls = {name: "broadcast_master_param" for name in BROADCAST_MASTER_PARAM}
 
     _uses_ddp: bool | None = None
-
-    def next_step(self, original: cst.Call, updated: cst.Call, qname: str):
-        return self.manual(original, updated, COLLECTIVE_NEXT_STEPS[qname])
 
     def broadcast_master_param(self, original: cst.Call, updated: cst.Call, qname: str):
         if not self.uses_ddp() or self.shape(original) != ("bare", None):
@@ -1350,62 +1328,10 @@ class GetRngStateManual(DistributedRule):
             ),
         ),
     )
-    calls = {f"{XM}.get_rng_state": "next_step"}
-
-    def next_step(self, original: cst.Call, updated: cst.Call, qname: str):
-        return self.manual(
-            original,
-            updated,
-            "use `torch.neuron.get_rng_state()` (a state tensor, not the int seed xm.get_rng_state returned) "
-            "and restore it with `torch.neuron.set_rng_state(state)`",
-        )
+    rows = ROWS
 
 
 # ----- NM135: SPMD ----------------------------------------------------------------------------------------------
-SPMD_MODULES = (
-    "torch_xla.distributed.spmd",
-    "torch_xla.distributed.spmd.xla_sharding",
-    "torch_xla.experimental.xla_sharding",
-)
-MESH_STEP = (
-    'build a DeviceMesh: `init_device_mesh("neuron", mesh_shape, mesh_dim_names=axis_names)` '
-    "(torch.distributed.device_mesh) and pass it where the mesh is used"
-)
-TENSOR_STEP = (
-    "shard with DTensor: `distribute_tensor(t, mesh, [Shard(dim)])` on a DeviceMesh from "
-    '`init_device_mesh("neuron", ...)`; `dt.full_tensor()` / `dt.to_local()` to read it back'
-)
-MODULE_STEP = (
-    "shard the module with `parallelize_module(model, mesh, {name: ColwiseParallel() | RowwiseParallel()})` "
-    '(torch.distributed.tensor.parallel) on `init_device_mesh("neuron", ...)`'
-)
-SPMD_NAMES = {
-    "Mesh": MESH_STEP,
-    "HybridMesh": MESH_STEP,
-    "get_1d_mesh": MESH_STEP,
-    "set_global_mesh": MESH_STEP,
-    "get_global_mesh": MESH_STEP,
-    "mark_sharding": TENSOR_STEP,
-    "clear_sharding": TENSOR_STEP,
-    "enable_manual_sharding": TENSOR_STEP,
-    "disable_manual_sharding": TENSOR_STEP,
-    "wrap_if_sharded": TENSOR_STEP,
-    "xla_distribute_tensor": TENSOR_STEP,
-    "XLAShardedTensor": TENSOR_STEP,
-    "XLAShard": TENSOR_STEP,
-    "ShardingSpec": TENSOR_STEP,
-    "ShardingType": TENSOR_STEP,
-    "xla_distribute_module": MODULE_STEP,
-    "auto_policy": MODULE_STEP,
-    "XLAPatchedLinear": MODULE_STEP,
-    "xla_patched_nn_linear_forward": MODULE_STEP,
-}
-SPMD_STEPS = {f"{module}.{name}": step for module in SPMD_MODULES for name, step in SPMD_NAMES.items()}
-SPMD_STEPS[f"{XR}.use_spmd"] = (
-    "GSPMD has no TorchNeuron equivalent: run one process per NeuronCore with torchrun and shard with DTensor "
-    '(`init_device_mesh("neuron", ...)`, `parallelize_module`); then delete this call'
-)
-SPMD_STEPS[f"{XR}.is_spmd"] = "there is no SPMD mode on TorchNeuron: treat this as False, shard with DTensor"
 
 
 @register
@@ -1435,41 +1361,10 @@ class SpmdManual(DistributedRule):
         ),
     )
     follow_up_todos = True
-    calls = {name: "next_step" for name in SPMD_STEPS}
-    references = {name: "next_step" for name in SPMD_STEPS}
-
-    def next_step(self, original, updated, qname: str):
-        return self.manual(original, updated, SPMD_STEPS[qname])
+    rows = ROWS
 
 
 # ----- NM136: XLA FSDP --------------------------------------------------------------------------------------------
-FSDP_MODULES = (
-    "torch_xla.distributed.fsdp",
-    "torch_xla.distributed.fsdp.xla_fully_sharded_data_parallel",
-    "torch_xla.distributed.fsdp.checkpoint_consolidation",
-    "torch_xla.distributed.fsdp.utils",
-    "torch_xla.distributed.fsdp.wrap",
-)
-WRAP_STEP = (
-    'shard with FSDP2: `mesh = init_device_mesh("neuron", (world_size,))`, `fully_shard(block, mesh=mesh)` '
-    "for each block, then `fully_shard(model, mesh=mesh)`; create the optimizer after sharding"
-)
-CONSOLIDATE_STEP = (
-    "save with torch.distributed.checkpoint (`dcp.save(model.state_dict(), checkpoint_id=path)`), or a full "
-    "state dict via `get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))`"
-)
-FSDP_NAMES = {
-    "XlaFullyShardedDataParallel": WRAP_STEP,
-    "transformer_auto_wrap_policy": "FSDP2 has no wrap policy: call `fully_shard(block, mesh=mesh)` on each block",
-    "size_based_auto_wrap_policy": "FSDP2 has no wrap policy: call `fully_shard(block, mesh=mesh)` on each block",
-    "consolidate_sharded_state_dicts": CONSOLIDATE_STEP,
-    "consolidate_sharded_model_checkpoints": CONSOLIDATE_STEP,
-    "checkpoint_module": (
-        "checkpoint activations with `torch.utils.checkpoint.checkpoint(block, *inputs, use_reentrant=False)` "
-        "in the parent's forward"
-    ),
-}
-FSDP_STEPS = {f"{module}.{name}": step for module in FSDP_MODULES for name, step in FSDP_NAMES.items()}
 
 
 @register
@@ -1498,8 +1393,4 @@ class XlaFsdpManual(DistributedRule):
             ),
         ),
     )
-    calls = {name: "next_step" for name in FSDP_STEPS}
-    references = {name: "next_step" for name in FSDP_STEPS}
-
-    def next_step(self, original, updated, qname: str):
-        return self.manual(original, updated, FSDP_STEPS[qname])
+    rows = ROWS

@@ -27,6 +27,7 @@ from neuron_migrate.rules.calls import (
     receiver,
     spread_arguments,
 )
+from neuron_migrate.rules.tables.xla_step import ROWS
 
 DOCS_EAGER = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/about-pytorch-neuron.html"
 DOCS_MODULE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/api/torch-neuron-module.html"
@@ -605,13 +606,6 @@ def _is_simple(node: cst.BaseExpression) -> bool:
     return isinstance(node, (cst.Name, cst.Integer, cst.Float, cst.SimpleString))
 
 
-LAZY_TOGGLES = {
-    "torch_xla.core.xla_model.unlazy": "remove",
-    "torch_xla.experimental.eager_mode": "remove",
-    "torch_xla.experimental.eager.eager_mode": "remove",
-    # What eager_mode() calls; some scripts flip it directly.
-    "torch_xla._XLAC._set_use_eager_mode": "remove",
-}
 EAGER_CONTEXTS = frozenset(
     {"torch_xla.experimental.eager_mode_context", "torch_xla.experimental.eager.eager_mode_context"}
 )
@@ -641,10 +635,7 @@ class LazyModeToggleRemoval(Rule):
             after="model = build_model()\n",
         ),
     )
-    calls = dict(LAZY_TOGGLES)
-
-    def remove(self, original: cst.Call, updated: cst.Call, qname: str):
-        return StatementReplacement([], fallback="drop the call; TorchNeuron is always eager")
+    rows = ROWS
 
     def leave_With(self, original: cst.With, updated: cst.With):
         return unwrap_with(self, original, updated, EAGER_CONTEXTS)

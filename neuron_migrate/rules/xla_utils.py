@@ -17,6 +17,7 @@ import libcst as cst
 from neuron_migrate.rules.base import REVIEW, SAFE, Example, Rule, RuleMeta, register
 from neuron_migrate.migrate.context import code_of
 from neuron_migrate.rules.calls import bind_args
+from neuron_migrate.rules.tables.xla_utils import ROWS
 
 DOCS_XLA_UTILS = "https://github.com/pytorch/xla/blob/master/torch_xla/utils/utils.py"
 DOCS_XLA_TEST_UTILS = "https://github.com/pytorch/xla/blob/master/torch_xla/test/test_utils.py"
@@ -418,14 +419,7 @@ class XlaCheckpointToTorch(Rule):
             ),
         ),
     )
-    calls = {"torch_xla.utils.checkpoint.checkpoint": "to_torch"}
-    references = {"torch_xla.utils.checkpoint.checkpoint": "to_torch"}
-
-    def to_torch(self, original, updated, qname: str):
-        name = self.ctx.require_from_import("torch.utils.checkpoint", "checkpoint")
-        if isinstance(updated, cst.Call):
-            return updated.with_changes(func=self.ctx.expr(name))
-        return self.ctx.expr(name)
+    rows = ROWS
 
 
 

@@ -1,0 +1,110 @@
+"""torch_xla's distributed APIs a table answers: collectives with no one-line counterpart (NM129),
+xm.get_rng_state (NM132), SPMD (NM135) and XLA FSDP (NM136), each with the next step."""
+
+from __future__ import annotations
+
+from neuron_migrate.rules.rows import Manual, Row
+
+XM = "torch_xla.core.xla_model"
+XR = "torch_xla.runtime"
+
+COLLECTIVE_NEXT_STEPS = {
+    f"{XM}.reduce_scatter": (
+        "use `dist.reduce_scatter_single(out, input, op=dist.ReduceOp.SUM)` (scatters dim 0 into "
+        "world_size parts; move `scatter_dim` to dim 0 first), then `out.mul_(scale)`"
+    ),
+    f"{XM}.all_to_all": (
+        "use `dist.all_to_all_single(output, input)` (splits and concatenates along dim 0; "
+        "move split_dimension / concat_dimension to dim 0 first)"
+    ),
+    f"{XM}.collective_permute": (
+        "send and receive with `dist.batch_isend_irecv([dist.P2POp(dist.isend, t, peer), "
+        "dist.P2POp(dist.irecv, out, peer)])` for each (source, target) pair"
+    ),
+    f"{XM}.send": "use `dist.send(tensor, dst=peer_rank)`; xm.send named an XLA channel id, not a peer rank",
+    f"{XM}.recv": "use `dist.recv(tensor, src=peer_rank)`; xm.recv named an XLA channel id, not a peer rank",
+}
+GET_RNG_STATE = (
+    "use `torch.neuron.get_rng_state()` (a state tensor, not the int seed xm.get_rng_state returned) "
+    "and restore it with `torch.neuron.set_rng_state(state)`"
+)
+
+SPMD_MODULES = (
+    "torch_xla.distributed.spmd",
+    "torch_xla.distributed.spmd.xla_sharding",
+    "torch_xla.experimental.xla_sharding",
+)
+MESH_STEP = (
+    'build a DeviceMesh: `init_device_mesh("neuron", mesh_shape, mesh_dim_names=axis_names)` '
+    "(torch.distributed.device_mesh) and pass it where the mesh is used"
+)
+TENSOR_STEP = (
+    "shard with DTensor: `distribute_tensor(t, mesh, [Shard(dim)])` on a DeviceMesh from "
+    '`init_device_mesh("neuron", ...)`; `dt.full_tensor()` / `dt.to_local()` to read it back'
+)
+MODULE_STEP = (
+    "shard the module with `parallelize_module(model, mesh, {name: ColwiseParallel() | RowwiseParallel()})` "
+    '(torch.distributed.tensor.parallel) on `init_device_mesh("neuron", ...)`'
+)
+SPMD_NAMES = {
+    "Mesh": MESH_STEP,
+    "HybridMesh": MESH_STEP,
+    "get_1d_mesh": MESH_STEP,
+    "set_global_mesh": MESH_STEP,
+    "get_global_mesh": MESH_STEP,
+    "mark_sharding": TENSOR_STEP,
+    "clear_sharding": TENSOR_STEP,
+    "enable_manual_sharding": TENSOR_STEP,
+    "disable_manual_sharding": TENSOR_STEP,
+    "wrap_if_sharded": TENSOR_STEP,
+    "xla_distribute_tensor": TENSOR_STEP,
+    "XLAShardedTensor": TENSOR_STEP,
+    "XLAShard": TENSOR_STEP,
+    "ShardingSpec": TENSOR_STEP,
+    "ShardingType": TENSOR_STEP,
+    "xla_distribute_module": MODULE_STEP,
+    "auto_policy": MODULE_STEP,
+    "XLAPatchedLinear": MODULE_STEP,
+    "xla_patched_nn_linear_forward": MODULE_STEP,
+}
+USE_SPMD = (
+    "GSPMD has no TorchNeuron equivalent: run one process per NeuronCore with torchrun and shard with DTensor "
+    '(`init_device_mesh("neuron", ...)`, `parallelize_module`); then delete this call'
+)
+IS_SPMD = "there is no SPMD mode on TorchNeuron: treat this as False, shard with DTensor"
+
+FSDP_MODULES = (
+    "torch_xla.distributed.fsdp",
+    "torch_xla.distributed.fsdp.xla_fully_sharded_data_parallel",
+    "torch_xla.distributed.fsdp.checkpoint_consolidation",
+    "torch_xla.distributed.fsdp.utils",
+    "torch_xla.distributed.fsdp.wrap",
+)
+WRAP_STEP = (
+    'shard with FSDP2: `mesh = init_device_mesh("neuron", (world_size,))`, `fully_shard(block, mesh=mesh)` '
+    "for each block, then `fully_shard(model, mesh=mesh)`; create the optimizer after sharding"
+)
+CONSOLIDATE_STEP = (
+    "save with torch.distributed.checkpoint (`dcp.save(model.state_dict(), checkpoint_id=path)`), or a full "
+    "state dict via `get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))`"
+)
+FSDP_NAMES = {
+    "XlaFullyShardedDataParallel": WRAP_STEP,
+    "transformer_auto_wrap_policy": "FSDP2 has no wrap policy: call `fully_shard(block, mesh=mesh)` on each block",
+    "size_based_auto_wrap_policy": "FSDP2 has no wrap policy: call `fully_shard(block, mesh=mesh)` on each block",
+    "consolidate_sharded_state_dicts": CONSOLIDATE_STEP,
+    "consolidate_sharded_model_checkpoints": CONSOLIDATE_STEP,
+    "checkpoint_module": (
+        "checkpoint activations with `torch.utils.checkpoint.checkpoint(block, *inputs, use_reentrant=False)` "
+        "in the parent's forward"
+    ),
+}
+
+ROWS = (
+    *(Row(name, "NM129", Manual(step)) for name, step in COLLECTIVE_NEXT_STEPS.items()),
+    Row(f"{XM}.get_rng_state", "NM132", Manual(GET_RNG_STATE)),
+    *(Row(f"{module}.{name}", "NM135", Manual(step)) for module in SPMD_MODULES for name, step in SPMD_NAMES.items()),
+    Row(f"{XR}.use_spmd", "NM135", Manual(USE_SPMD)),
+    Row(f"{XR}.is_spmd", "NM135", Manual(IS_SPMD)),
+    *(Row(f"{module}.{name}", "NM136", Manual(step)) for module in FSDP_MODULES for name, step in FSDP_NAMES.items()),
+)
