@@ -247,3 +247,21 @@ def test_the_pool_is_shut_down_and_waited_for_before_the_run_returns(tmp_path, m
     run([tmp_path], load_config([tmp_path], jobs=2, cache=False), mode="check")
     audit.audit([tmp_path], load_config([tmp_path], jobs=2, cache=False))
     assert calls and all(calls), calls
+
+
+def test_a_run_without_diffs_computes_none_and_its_cache_entries_do_not_serve_one(project, monkeypatch):
+    from neuron_migrate.migrate import write
+
+    aligned = []
+    real = write.matching_blocks
+    monkeypatch.setattr(write, "matching_blocks", lambda a, b: aligned.append(1) or real(a, b))
+    config = load_config([project], jobs=1)
+    quiet = run([project], config, mode="check", diffs=False)
+    assert not aligned
+    assert [f.diff for f in quiet.files] == ["", "", "", ""]
+    assert statuses(quiet)["train.py"] == "changed"
+    shown = run([project], config, mode="check")
+    train = next(f for f in shown.files if f.path == "train.py")
+    assert not train.cached and train.diff.startswith("--- a/train.py\n")
+    again = run([project], config, mode="check", diffs=False)  # an entry with a diff serves a run without
+    assert next(f for f in again.files if f.path == "train.py").cached
