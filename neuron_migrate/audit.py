@@ -148,7 +148,7 @@ def _legacy_pass(paths, config: Config) -> Report:
     """The rewrite engine in check mode: every legacy API left, with the edit that migrates it."""
     from neuron_migrate.migrate.runner import run
 
-    return run(paths, config, mode="check")
+    return run(paths, config, mode="check", diffs=False)  # the audit shows findings, never a diff
 
 
 def as_audit_finding(finding: Finding) -> Finding:

@@ -75,6 +75,14 @@ def _report_formats(paths: list[Path] | None) -> list[tuple[Path, str]]:
         raise typer.BadParameter(str(exc), param_hint="--report") from None
 
 
+# The report formats that carry each file's diff; a run writing none of them (and without --diff) computes none.
+DIFF_FORMATS = frozenset({"json", "md", "html"})
+
+
+def _reports_show_diffs(reports: list[tuple[Path, str]]) -> bool:
+    return any(report_format in DIFF_FORMATS for _, report_format in reports)
+
+
 def _check_configured_ids(config) -> None:
     """Rule ids from pyproject.toml get the same check as the flags, naming the file they came from."""
     for key in ("select", "ignore"):
@@ -208,7 +216,7 @@ def rewrite(
     # With --diff, stdout carries the patch alone so that `rewrite --diff > change.patch` works.
     terminal = Terminal(out=sys.stderr if diff else sys.stdout, quiet=quiet)
     with terminal.progress() as progress, _interruptible():
-        result = run(paths, config, mode=mode, progress=progress)
+        result = run(paths, config, mode=mode, progress=progress, diffs=diff or _reports_show_diffs(reports))
 
     if diff:
         colour = sys.stdout.isatty() and "NO_COLOR" not in os.environ

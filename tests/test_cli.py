@@ -620,3 +620,20 @@ def test_an_ignore_comment_naming_no_known_rule_is_warned_about(cli, project):
         result = CliRunner().invoke(app, [*command, str(project / "typo.py")])
         assert "typo.py:3: `neuron-migrate: ignore[NM11O]` names no known rule (did you mean NM110" in result.stderr
         assert "ignore[NM113]" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "diffs"),
+    [(["--check"], False), ([], False), (["--diff"], True), (["--check", "--report", "r.md"], True),
+     (["--check", "--report", "r.json"], True), (["--check", "--report", "r.html"], True),
+     (["--check", "--report", "r.sarif"], False)],
+)
+def test_diffs_are_computed_only_for_output_that_shows_them(cli, project, monkeypatch, args, diffs):
+    from neuron_migrate.migrate import write
+
+    aligned = []
+    real = write.matching_blocks
+    monkeypatch.setattr(write, "matching_blocks", lambda a, b: aligned.append(1) or real(a, b))
+    result = cli("rewrite", "--no-cache", *args, project)
+    assert result.exit_code == 1, result.output
+    assert bool(aligned) == diffs

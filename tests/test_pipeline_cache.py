@@ -113,6 +113,20 @@ def test_key_depends_on_content_path_and_salt():
     assert key != Cache.for_run(Path("unused"), "config-a", ("NM100",)).key("a.py", b"x")
 
 
+
+def test_key_depends_on_the_words_of_the_files_kind_only():
+    words = {"python": (b"torch_xla",), "shell": (b"torchrun",), "*": (b"torch_xla", b"torchrun")}
+    cache = Cache.for_run(Path("unused"), "config-a", ("NM100",), words)
+    key = cache.key("a.py", b"x", kind="python")
+    more_python = Cache.for_run(Path("unused"), "config-a", ("NM100",), {**words, "python": (b"torch_xla", b"xm")})
+    more_shell = Cache.for_run(Path("unused"), "config-a", ("NM100",), {**words, "shell": (b"torchrun", b"python")})
+    assert key != more_python.key("a.py", b"x", kind="python")
+    assert key == more_shell.key("a.py", b"x", kind="python")
+    assert cache.key("run.sh", b"x", kind="shell") != more_shell.key("run.sh", b"x", kind="shell")
+    # a kind without its own list is keyed by the union, like its scan
+    assert cache.key("x", b"x", kind="other") == cache.key("x", b"x", kind="*")
+
+
 PROBE = """
 import sys
 from neuron_migrate.config import load_config

@@ -1,11 +1,20 @@
-"""The byte prefilter: exactly "does any trigger word occur", however the words are grouped."""
+"""The byte prefilter: exactly "does any trigger word occur", however the words are grouped; each file kind is
+scanned for the words of the rules that can change it, and those let every fixture through."""
 
 from __future__ import annotations
 
 import itertools
 import random
+from pathlib import Path
 
-from neuron_migrate.migrate.prefilter import Prefilter
+import pytest
+
+from neuron_migrate.config import load_config
+from neuron_migrate.migrate import runner, sources
+from neuron_migrate.migrate.discover import kind_of
+from neuron_migrate.migrate.prefilter import ANY_KIND, KindPrefilter, Prefilter, words_by_file_kind
+from neuron_migrate.rules.base import all_rules
+from neuron_migrate.rules.catalog import EXAMPLE_FILES
 
 WORDS = (b"torch_xla", b"xla", b"XLA_", b"XLA_FLAGS", b"NEURON_CC_FLAGS", b"NEURON_RT_X", b"init_process_group")
 
@@ -29,3 +38,92 @@ def test_every_word_alone_is_found_and_clean_code_is_not():
         assert prefilter(before + word + after)
     assert not prefilter(b"import torch\nmodel.to('cuda')\n")
     assert not Prefilter([])(b"torch_xla")
+
+
+# ----- one word list per file kind ------------------------------------------------------------------------
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+# A fixture's extension -> the name of a file of the kind it is run as.
+FIXTURE_NAMES = {
+    "py": "m.py", "sh": "run.sh", "ipynb": "nb.ipynb", "Dockerfile": "Dockerfile", "txt": "requirements.txt",
+    "toml": "pyproject.toml", "cfg": "setup.cfg", "yml": "environment.yml",
+}
+
+
+def test_each_file_kind_gets_the_words_of_the_rules_that_read_it():
+    words = words_by_file_kind(
+        [
+            (("python",), [b"torch_xla"]),
+            (("shell",), [b"--output_dir"]),
+            (("python", "shell"), [b"XLA_USE_BF16"]),  # a Python rule that also edits shell text
+            (("requirements",), [b"neuronx-cc"]),
+            (("dockerfile",), [b"neuron"]),
+        ],
+        always=[b"TODO(neuron-migrate NM"],
+    )
+    todo = b"TODO(neuron-migrate NM"
+    assert words["python"] == (todo, b"XLA_USE_BF16", b"torch_xla")
+    assert words["shell"] == (b"--output_dir", todo, b"XLA_USE_BF16", b"neuronx-cc")
+    assert words["dockerfile"] == (b"--output_dir", todo, b"XLA_USE_BF16", b"neuron", b"neuronx-cc")
+    assert words["notebook"] == (b"--output_dir", todo, b"XLA_USE_BF16", b"neuronx-cc", b"torch_xla")
+    assert words["pyproject"] == words["requirements"] == (todo, b"neuronx-cc")
+    assert set(words[ANY_KIND]) == set().union(*words.values())
+    prefilter = KindPrefilter(words)
+    assert not prefilter("python", b"# launched with torchrun --output_dir out\n")
+    assert prefilter("shell", b"torchrun train.py --output_dir out\n")
+    assert prefilter("a kind no table knows", b"neuron")
+
+
+@pytest.fixture
+def engine_calls(monkeypatch):
+    """The files handed to each kind's adapter (runs are inline: jobs=1)."""
+    calls: list[str] = []
+    for kind in ("python", "shell"):
+        real = sources.ADAPTERS[kind]
+
+        def counting(data, path, plan, no_comments, real=real):
+            calls.append(path)
+            return real(data, path, plan, no_comments)
+
+        monkeypatch.setitem(sources.ADAPTERS, kind, counting)
+    return calls
+
+
+def test_a_python_file_holding_only_shell_and_dockerfile_words_is_not_parsed(tmp_path, monkeypatch, engine_calls):
+    monkeypatch.chdir(tmp_path)
+    # Words of launch-script and Dockerfile rules only; the file does not even parse, and is still reported
+    # clean since no Python rule could change it.
+    (tmp_path / "notes.py").write_text("# torchrun train.py --output_dir out  (on a neuron instance)\nx = (\n")
+    (tmp_path / "run.sh").write_text("export XLA_USE_BF16=1\ntorchrun train.py --output_dir out\n")
+    report = runner.run([tmp_path], load_config([tmp_path], jobs=1, cache=False), mode="check")
+    assert engine_calls == ["run.sh"]
+    assert {f.path: f.status for f in report.files} == {"notes.py": "unchanged", "run.sh": "changed"}
+
+
+def _plan_words():
+    return runner.plan_summary(load_config([FIXTURES], cache=False)).triggers
+
+
+def _before_fixtures():
+    for path in sorted(FIXTURES.glob("rules/*/*.before.py")):
+        yield path, "python"
+    for folder in ("shell", "notebook", "dockerfile", "requirements"):
+        for path in sorted(FIXTURES.glob(f"{folder}/*/*.before.*")):
+            yield path, kind_of(FIXTURE_NAMES[path.name.rsplit(".", 1)[1]])
+
+
+@pytest.mark.parametrize(("path", "kind"), list(_before_fixtures()), ids=lambda v: getattr(v, "name", v))
+def test_every_before_fixture_passes_the_prefilter_of_its_file_kind(path, kind):
+    assert KindPrefilter(_WORDS)(kind, path.read_bytes()), f"{path.name}: no trigger word of a {kind} file"
+
+
+@pytest.mark.parametrize("rule", [r for r in all_rules() if r.meta.example], ids=lambda r: r.meta.id)
+def test_every_rule_example_passes_the_prefilter_of_its_file_kind(rule):
+    example = rule.meta.example
+    if example.before == example.after:
+        return
+    kind = kind_of(EXAMPLE_FILES[rule.meta.kind])
+    assert KindPrefilter(_WORDS)(kind, example.before.encode()), f"{rule.meta.id}: no trigger word of a {kind} file"
+
+
+_WORDS = _plan_words()

@@ -11,7 +11,7 @@ import pytest
 
 from neuron_migrate import __version__
 from neuron_migrate.config import load_config
-from neuron_migrate.migrate import engine, runner, sources
+from neuron_migrate.migrate import engine, parallel, runner, sources
 from neuron_migrate.migrate.runner import run
 
 LEGACY = "import torch_xla.core.xla_model as xm\n\n\ndef step(loss):\n    loss.backward()\n    xm.mark_step()\n"
@@ -199,6 +199,7 @@ def test_pool_and_inline_give_identical_bytes_and_reports(tmp_path, monkeypatch)
 @pytest.mark.skipif(multiprocessing.get_start_method() != "fork", reason="the crash is patched into forked workers")
 def test_a_dying_worker_fails_its_files_not_the_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(parallel, "POOL_PAYS_SECONDS", 0.0)  # eight small files: a pool however little they cost
     for i in range(8):
         (tmp_path / f"m{i}.py").write_text(LEGACY)
     real = sources.ADAPTERS["python"]
@@ -240,6 +241,7 @@ def test_the_pool_is_shut_down_and_waited_for_before_the_run_returns(tmp_path, m
         return real(self, wait=wait, cancel_futures=cancel_futures)
 
     monkeypatch.setattr(ProcessPoolExecutor, "shutdown", recording)
+    monkeypatch.setattr(parallel, "POOL_PAYS_SECONDS", 0.0)
     for i in range(6):
         (tmp_path / f"train{i}.py").write_text(LEGACY)
     from neuron_migrate import audit
@@ -247,3 +249,45 @@ def test_the_pool_is_shut_down_and_waited_for_before_the_run_returns(tmp_path, m
     run([tmp_path], load_config([tmp_path], jobs=2, cache=False), mode="check")
     audit.audit([tmp_path], load_config([tmp_path], jobs=2, cache=False))
     assert calls and all(calls), calls
+
+
+def test_a_run_without_diffs_computes_none_and_its_cache_entries_do_not_serve_one(project, monkeypatch):
+    from neuron_migrate.migrate import write
+
+    aligned = []
+    real = write.matching_blocks
+    monkeypatch.setattr(write, "matching_blocks", lambda a, b: aligned.append(1) or real(a, b))
+    config = load_config([project], jobs=1)
+    quiet = run([project], config, mode="check", diffs=False)
+    assert not aligned
+    assert [f.diff for f in quiet.files] == ["", "", "", ""]
+    assert statuses(quiet)["train.py"] == "changed"
+    shown = run([project], config, mode="check")
+    train = next(f for f in shown.files if f.path == "train.py")
+    assert not train.cached and train.diff.startswith("--- a/train.py\n")
+    again = run([project], config, mode="check", diffs=False)  # an entry with a diff serves a run without
+    assert next(f for f in again.files if f.path == "train.py").cached
+
+
+def test_a_pool_starts_only_when_the_estimated_work_pays_for_it():
+    small, large = [b"x" * 500] * 3, [b"x" * 20_000] * 3
+    def seconds(data):
+        return 0.03 + 40e-6 * len(data)
+    assert not parallel.pool_pays(small, 2, seconds)  # 0.16 s of work: the forks and cold caches cost as much
+    assert parallel.pool_pays(large, 2, seconds)
+    assert not parallel.pool_pays(large, 1, seconds)
+    assert not parallel.pool_pays(large[:1], 2, seconds)
+    assert parallel.pool_pays([b""] * parallel.MIN_POOL_TASKS, 2) and not parallel.pool_pays([b""] * 3, 2)
+
+
+def test_a_run_of_a_few_small_files_stays_in_this_process(tmp_path, monkeypatch):
+    from concurrent.futures import ProcessPoolExecutor
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a pool was started")
+
+    monkeypatch.setattr(ProcessPoolExecutor, "__init__", refuse)
+    for i in range(6):
+        (tmp_path / f"train{i}.py").write_text(LEGACY)
+    report = run([tmp_path], load_config([tmp_path], jobs=2, cache=False), mode="check")
+    assert [f.status for f in report.files] == ["changed"] * 6

@@ -141,3 +141,94 @@ def test_sigint_mid_run_leaves_every_file_whole(tmp_path, migrate):
         untouched += text == source
     assert written >= 20 and untouched >= 1
     assert sorted(p.name for p in tree.iterdir()) == sorted(p.name for p in originals)
+
+
+# ----- the diff: valid whatever the edits, and linear ------------------------------------------------------
+
+
+def _apply(old: str, diff: str) -> str:
+    """``old`` with ``diff`` applied, checking every context and removed line against it."""
+    import re
+
+    old_lines, lines = write.split_lines(old), diff.splitlines(keepends=True)
+    assert lines[0].startswith("--- a/") and lines[1].startswith("+++ b/")
+    out, position, k = [], 0, 2
+    while k < len(lines):
+        head = re.fullmatch(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@\n", lines[k])
+        assert head, lines[k]
+        start = int(head[1]) - (0 if head[2] == "0" else 1)
+        assert start >= position
+        out.extend(old_lines[position:start])
+        position, k = start, k + 1
+        while k < len(lines) and not lines[k].startswith("@@"):
+            sign, body = lines[k][0], lines[k][1:]
+            if k + 1 < len(lines) and lines[k + 1].startswith("\\ No newline"):
+                body, k = body[:-1], k + 1
+            if sign in " -":
+                assert old_lines[position] == body
+                position += 1
+            if sign in " +":
+                out.append(body)
+            k += 1
+    return "".join(out + old_lines[position:])
+
+
+def test_unified_diff_of_random_edits_applies_and_matches_difflib_on_plain_edits():
+    import difflib
+    import random
+
+    rng = random.Random(7)
+    for _ in range(3000):
+        old = [rng.choice("abcdefg") + rng.choice(["\n", "\n", "\r\n"]) for _ in range(rng.randrange(0, 40))]
+        new = list(old)
+        for _ in range(rng.randrange(0, 8)):
+            where = rng.randrange(len(new) + 1)
+            if rng.random() < 0.4 and where < len(new):
+                del new[where]
+            else:
+                new.insert(where, rng.choice("abcdefgxyz") + "\n")
+        if new and rng.random() < 0.2:
+            new[-1] = new[-1].rstrip()
+        before, after = "".join(old), "".join(new)
+        diff = unified_diff(before, after, "m.py")
+        assert (diff == "") == (before == after)
+        if diff:
+            assert _apply(before, diff) == after, (before, after, diff)
+    # Lines that occur once (real code) align as difflib aligns them.
+    before = "".join(f"line {i}\n" for i in range(200))
+    after = before.replace("line 50\n", "line 50 changed\n").replace("line 120\n", "")
+    expected = "".join(difflib.unified_diff(write.split_lines(before), write.split_lines(after), "a/m.py", "b/m.py"))
+    assert unified_diff(before, after, "m.py") == expected
+
+
+def _many_edits(count: int) -> tuple[str, str]:
+    """A file of ``count`` small functions that each call ``xm.mark_step()``, and the same after the edit:
+    thousands of alike changed lines, the case on which difflib turns quadratic."""
+    old = "import torch_xla.core.xla_model as xm\n\n" + "".join(
+        f"def step_{i}(loss):\n    xm.mark_step()\n    return loss\n\n" for i in range(count)
+    )
+    return old, old.replace("import torch_xla.core.xla_model as xm\n", "import torch\n").replace(
+        "xm.mark_step()", "torch.neuron.synchronize()"
+    )
+
+
+@pytest.mark.parametrize("tool", [["git", "apply"], ["patch", "-p1", "--quiet", "-i"]], ids=["git", "patch"])
+def test_the_diff_of_a_file_with_12000_edits_applies(tmp_path, tool):
+    # How fast it is produced is measured by benchmarks/bench_edits.py, not here.
+    old, new = _many_edits(12_000)
+    diff = unified_diff(old, new, "big.py")
+    assert diff.count("\n-    xm.mark_step()\n") == 12_000
+    (tmp_path / "big.py").write_text(old)
+    (tmp_path / "change.patch").write_text(diff)
+    done = subprocess.run([*tool, "change.patch"], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert (tmp_path / "big.py").read_text() == new
+
+
+def test_diffs_computed_off_gives_no_diff_and_nests():
+    with write.diffs_computed(False):
+        assert unified_diff("a\n", "b\n", "m.py") == ""
+        with write.diffs_computed(True):
+            assert unified_diff("a\n", "b\n", "m.py")
+        assert unified_diff("a\n", "b\n", "m.py") == ""
+    assert unified_diff("a\n", "b\n", "m.py")

@@ -3,9 +3,11 @@
 An entry's key hashes everything that decides the outcome: the file's bytes and the path it is
 reported under (findings carry it), the tool version plus a fingerprint of the installed package
 source (so editing a rule during development invalidates entries without a version bump), the
-configuration's fingerprint and the ids of the selected rules. The value is the outcome: the new
-bytes or "unchanged", the findings and the diff. Entries are written atomically; an entry that cannot be
-read or decoded is a miss, never an error.
+configuration's fingerprint, the ids of the selected rules and the trigger words of the file's
+kind (see ``migrate/prefilter.py``). The value is the outcome: the new
+bytes or "unchanged", the findings and the diff (or a note that the run that made it computed none:
+such an entry does not serve a run that shows diffs). Entries are written atomically; an entry that
+cannot be read or decoded is a miss, never an error.
 
 The run's rule plan is cached the same way (ids, trigger words, metadata for the report), so a
 run whose files are all clean or all cached never imports LibCST or the rule modules.
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from neuron_migrate import __version__
+from neuron_migrate.migrate.prefilter import ANY_KIND
 from neuron_migrate.migrate.sources import Outcome
 from neuron_migrate.report.model import CHANGED, UNCHANGED, Finding, Span
 
@@ -52,13 +55,13 @@ class PlanSummary:
     """What a run needs to know about its rules before any file is parsed."""
 
     ids: tuple[str, ...]
-    triggers: tuple[bytes, ...]
+    triggers: dict[str, tuple[bytes, ...]]  # file kind -> the words its files are scanned for (see prefilter)
     rules: dict[str, dict[str, Any]]
 
     def to_json(self) -> dict[str, Any]:
         return {
             "ids": list(self.ids),
-            "triggers": [t.decode("latin-1") for t in self.triggers],
+            "triggers": {kind: [t.decode("latin-1") for t in words] for kind, words in self.triggers.items()},
             "rules": self.rules,
         }
 
@@ -66,23 +69,33 @@ class PlanSummary:
     def from_json(cls, data: dict[str, Any]) -> PlanSummary:
         return cls(
             ids=tuple(data["ids"]),
-            triggers=tuple(t.encode("latin-1") for t in data["triggers"]),
+            triggers={kind: tuple(t.encode("latin-1") for t in words) for kind, words in data["triggers"].items()},
             rules=dict(data["rules"]),
         )
 
 
 class Cache:
-    def __init__(self, folder: Path, salt: str) -> None:
+    def __init__(self, folder: Path, salt: str, kind_words: dict[str, tuple[bytes, ...]] | None = None) -> None:
         self.folder = Path(folder) / FORMAT
         self.salt = salt.encode()
+        # A file's outcome also depends on the words its kind is scanned for: a file that a changed trigger
+        # set lets through (or no longer does) must not be answered from an entry made under the old set.
+        self.kind_salts = {kind: b"\0".join(sorted(words)) for kind, words in (kind_words or {}).items()}
 
     @classmethod
-    def for_run(cls, folder: Path, config_fingerprint: str, rule_ids: tuple[str, ...]) -> Cache:
+    def for_run(
+        cls,
+        folder: Path,
+        config_fingerprint: str,
+        rule_ids: tuple[str, ...],
+        kind_words: dict[str, tuple[bytes, ...]] | None = None,
+    ) -> Cache:
         salt = "\0".join([code_fingerprint(), config_fingerprint, ",".join(rule_ids)])
-        return cls(folder, salt)
+        return cls(folder, salt, kind_words)
 
-    def key(self, path: str, data: bytes, related: bytes = b"") -> str:
+    def key(self, path: str, data: bytes, related: bytes = b"", kind: str = "") -> str:
         digest = hashlib.sha256(self.salt)
+        digest.update(b"\0" + self.kind_salts.get(kind, self.kind_salts.get(ANY_KIND, b"")) + b"\0")
         digest.update(b"\0" + path.encode("utf-8", "surrogateescape") + b"\0")
         digest.update(data)
         digest.update(b"\0" + related)
@@ -91,19 +104,26 @@ class Cache:
     def _entry(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key[2:]}.json"
 
-    def get(self, key: str) -> Outcome | None:
+    def get(self, key: str, need_diff: bool = True) -> Outcome | None:
+        """The stored outcome; a miss when ``need_diff`` and the entry was made by a run without diffs."""
         try:
             data = json.loads(self._entry(key).read_bytes())
+            if need_diff and data["diff"] is None:
+                return None
             outcome = _outcome_from_json(data)
         except (OSError, ValueError, KeyError, TypeError):
             return None
         return outcome
 
-    def put(self, key: str, outcome: Outcome) -> None:
+    def put(self, key: str, outcome: Outcome, with_diff: bool = True) -> None:
+        """``with_diff=False``: the outcome was made without its diff, which the entry records as missing."""
         # Failures are not stored: they are rare, and some (stack depth) depend on where they ran.
         if outcome.status not in (CHANGED, UNCHANGED):
             return
-        store(self._entry(key), json.dumps(_outcome_to_json(outcome), separators=(",", ":")).encode())
+        entry = _outcome_to_json(outcome)
+        if not with_diff and outcome.status == CHANGED:
+            entry["diff"] = None
+        store(self._entry(key), json.dumps(entry, separators=(",", ":")).encode())
 
     # ----- the plan summary ----------------------------------------------------------------------
     @staticmethod
@@ -160,7 +180,7 @@ def _outcome_from_json(data: dict[str, Any]) -> Outcome:
         raise ValueError("changed entry without output")
     findings = [_finding_from_json(f) for f in data["findings"]]
     content = None if output is None else base64.b64decode(output, validate=True)
-    return Outcome(status, content, findings, diff=str(data["diff"]))
+    return Outcome(status, content, findings, diff=data["diff"] or "")
 
 
 def _finding_from_json(data: dict[str, Any]) -> Finding:

@@ -35,3 +35,53 @@ class Prefilter:
             if first in data and (not rest or any(word in data for word in rest)):
                 return True
         return False
+
+
+# File kind (see migrate.discover.kind_of) -> the kinds of rule (RuleMeta.kind) that can change such a
+# file, so that each file is scanned for their words only: a Python module that mentions `--output_dir`
+# or `neuron` in a comment is not parsed because a launch-script or Dockerfile rule declared that word.
+# Shell text also meets the requirement rules (its `pip install` lines) and the environment-variable
+# rules (its `export` lines; they name "shell" in `Rule.also_edits`); a notebook holds Python, shell lines and `%pip`/`%env` magics; a
+# Dockerfile's RUN lines are shell.
+RULE_KINDS_READ: dict[str, tuple[str, ...]] = {
+    "python": ("python",),
+    "notebook": ("python", "notebook", "shell", "requirements"),
+    "shell": ("shell", "requirements"),
+    "dockerfile": ("dockerfile", "shell", "requirements"),
+    "requirements": ("requirements",),
+    "pyproject": ("requirements",),
+    "setup_cfg": ("requirements",),
+    "conda_env": ("requirements",),
+}
+# The words of a file kind this table does not know: every rule's, as a scan for the union never misses.
+ANY_KIND = "*"
+
+
+def words_by_file_kind(
+    rules: Iterable[tuple[Iterable[str], Iterable[bytes]]], always: Iterable[bytes] = ()
+) -> dict[str, tuple[bytes, ...]]:
+    """``rules``: (the rule kinds a rule belongs to, its trigger words) -> the words each file kind is
+    scanned for, plus ``always`` (words every kind needs). ``ANY_KIND`` holds the union."""
+    always = set(always)
+    by_rule_kind: dict[str, set[bytes]] = {}
+    for kinds, words in rules:
+        for kind in kinds:
+            by_rule_kind.setdefault(kind, set()).update(words)
+    union = set().union(*by_rule_kind.values(), always)
+    out = {ANY_KIND: tuple(sorted(union))}
+    for file_kind, reads in RULE_KINDS_READ.items():
+        words = set(always).union(*(by_rule_kind.get(kind, ()) for kind in reads))
+        out[file_kind] = tuple(sorted(words))
+    return out
+
+
+class KindPrefilter:
+    """One :class:`Prefilter` per file kind, built from :func:`words_by_file_kind`'s table."""
+
+    def __init__(self, words: dict[str, tuple[bytes, ...]]) -> None:
+        self._by_kind = {kind: Prefilter(kind_words) for kind, kind_words in words.items()}
+        self._any = self._by_kind.get(ANY_KIND) or Prefilter(w for ws in words.values() for w in ws)
+
+    def __call__(self, kind: str, data: bytes) -> bool:
+        """True when ``data``, a file of ``kind``, may need a rewrite."""
+        return self._by_kind.get(kind, self._any)(data)

@@ -20,9 +20,9 @@ from neuron_migrate.config import Config
 from neuron_migrate.migrate import parallel
 from neuron_migrate.migrate.cache import Cache, PlanSummary, launched_sources
 from neuron_migrate.migrate.discover import SourceFile, discover
-from neuron_migrate.migrate.prefilter import Prefilter
+from neuron_migrate.migrate.prefilter import KindPrefilter, words_by_file_kind
 from neuron_migrate.migrate.sources import ADAPTERS, Outcome
-from neuron_migrate.migrate.write import atomic_write, unified_diff
+from neuron_migrate.migrate.write import atomic_write, diffs_computed, unified_diff
 from neuron_migrate.report.model import CHANGED, FAILED, SKIPPED, FileResult, Report
 
 if TYPE_CHECKING:
@@ -43,27 +43,45 @@ class Task:
     ignore: tuple[str, ...] = ()  # rule ids or prefixes ignored in this file beyond the run's (per-file-ignores)
 
 
+# What the engine costs on a file, measured over the real legacy corpus (2 CPUs, one process): a fixed
+# part (parse set-up, metadata, the re-parse check) and a part that grows with the file. Only the
+# decision whether a process pool pays rests on it.
+ENGINE_SECONDS_PER_FILE = 0.03
+ENGINE_SECONDS_PER_BYTE = 40e-6
+
+
+def engine_seconds(task: Task) -> float:
+    return ENGINE_SECONDS_PER_FILE + ENGINE_SECONDS_PER_BYTE * len(task.data)
+
+
 def run(
     paths: Sequence[Path | str],
     config: Config,
     mode: str = "write",
     progress: Progress | None = None,
+    diffs: bool = True,
 ) -> Report:
-    """Rewrite (``write``), or only report what would change (``diff``, ``check``: nothing is written)."""
+    """Rewrite (``write``), or only report what would change (``diff``, ``check``: nothing is written).
+
+    ``diffs=False`` leaves ``FileResult.diff`` empty: a run whose output shows no diff skips computing them.
+    """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
     started = time.perf_counter()
     cwd = Path.cwd()
     found = discover(paths, config)
     summary = plan_summary(config)
-    cache = Cache.for_run(config.cache_dir, config.fingerprint(), summary.ids) if _cache_on(config) else None
+    cache = None
+    if _cache_on(config):
+        cache = Cache.for_run(config.cache_dir, config.fingerprint(), summary.ids, summary.triggers)
     results = _Results(found.files, [display_path(s.path, cwd) for s in found.files], mode, cache, progress)
+    results.diffs = diffs
     results.extra_ignores = PerFileIgnores(config)
 
-    tasks = results.settle_cheaply(Prefilter(summary.triggers))
+    tasks = results.settle_cheaply(KindPrefilter(summary.triggers))
     if tasks:
-        init_args = (tuple(config.select), tuple(config.ignore), config.no_comments)
-        outcomes = parallel.map_in_order(process, tasks, config.workers, init_worker, init_args)
+        init_args = (tuple(config.select), tuple(config.ignore), config.no_comments, diffs)
+        outcomes = parallel.map_in_order(process, tasks, config.workers, init_worker, init_args, engine_seconds)
         try:
             # strict: after the last task the pool is asked for one more result, which lets it shut down
             # cleanly (a pool left running at exit races with the interpreter's own clean-up on 3.11).
@@ -103,9 +121,10 @@ class _Results:
         self.keys: dict[int, str] = {}
         self.done = 0
         self.extra_ignores: Callable[[SourceFile], tuple[str, ...]] = lambda source: ()
+        self.diffs = True  # whether outcomes carry their diff (a cached entry made without one cannot serve)
         self.warnings: list[str] = []
 
-    def settle_cheaply(self, prefilter: Prefilter) -> list[Task]:
+    def settle_cheaply(self, prefilter: KindPrefilter) -> list[Task]:
         """Settle every file a byte scan or the cache can; return the ones that need the engine."""
         tasks = []
         for index, (source, path) in enumerate(zip(self.sources, self.paths)):
@@ -116,14 +135,14 @@ class _Results:
                 continue
             if b"neuron-migrate: ignore[" in data:
                 self.warnings.extend(_unknown_ignores(path, data))
-            if not prefilter(data):
+            if not prefilter(source.kind, data):
                 self._finish(index, FileResult(path))
                 continue
             task = Task(index, path, source.kind, data, self.extra_ignores(source))
             if self.cache is not None:
                 related = launched_sources(str(source.real), data) if source.kind in ("shell", "notebook", "dockerfile") else b""
-                self.keys[index] = self.cache.key(path, data, related)
-                hit = self.cache.get(self.keys[index])
+                self.keys[index] = self.cache.key(path, data, related, source.kind)
+                hit = self.cache.get(self.keys[index], need_diff=self.diffs)
                 if hit is not None:
                     self._finish(index, self._apply(task, hit, cached=True))
                     continue
@@ -134,7 +153,7 @@ class _Results:
         """Record the task's outcome; ``following`` is the file whose result comes next (the one being
         worked on now, since results arrive in order), which the progress bar shows."""
         if self.cache is not None:
-            self.cache.put(self.keys[task.index], outcome)
+            self.cache.put(self.keys[task.index], outcome, with_diff=self.diffs)
         self._finish(task.index, self._apply(task, outcome, cached=False), following)
 
     def fail_unsettled(self, tasks: list[Task], reason: str) -> None:
@@ -205,6 +224,7 @@ def _read(source: SourceFile) -> bytes:
 _plans: dict[tuple, RulePlan] = {}
 _run_args: tuple[tuple[str, ...], tuple[str, ...]] | None = None  # the run's (select, ignore)
 _no_comments = False
+_diffs = True  # whether the run's outcomes carry a diff
 
 
 def rule_plan(select: tuple[str, ...], ignore: tuple[str, ...]) -> RulePlan:
@@ -244,13 +264,18 @@ def plan_summary(config: Config) -> PlanSummary:
         summary = Cache.load_plan(config.cache_dir, key)
         if summary is not None:
             return summary
+    from neuron_migrate.migrate.engine import TODO_MARKER_TRIGGER
     from neuron_migrate.ruleapi import rule_dict
 
     plan = rule_plan(select, ignore)
     rules = sorted(plan.index.rules, key=lambda r: r.meta.id)
+    def kinds(rule) -> tuple[str, ...]:
+        return (rule.meta.kind, *rule.also_edits)
+
     summary = PlanSummary(
         ids=tuple(r.meta.id for r in rules),
-        triggers=plan.triggers(),
+        # A file whose legacy code was all edited away by hand may still hold TODO markers to drop.
+        triggers=words_by_file_kind(((kinds(r), r.meta.triggers) for r in rules), always=(TODO_MARKER_TRIGGER,)),
         rules={r.meta.id: rule_dict(r) for r in rules},
     )
     if key is not None:
@@ -258,11 +283,12 @@ def plan_summary(config: Config) -> PlanSummary:
     return summary
 
 
-def init_worker(select: tuple[str, ...], ignore: tuple[str, ...], no_comments: bool) -> None:
-    global _no_comments, _run_args
+def init_worker(select: tuple[str, ...], ignore: tuple[str, ...], no_comments: bool, diffs: bool = True) -> None:
+    global _no_comments, _run_args, _diffs
     rule_plan(select, ignore)
     _run_args = (select, ignore)
     _no_comments = no_comments
+    _diffs = diffs
 
 
 def process(task: Task) -> Outcome:
@@ -270,4 +296,5 @@ def process(task: Task) -> Outcome:
     assert _run_args is not None, "init_worker() must run first"
     select, ignore = _run_args
     plan = rule_plan(select, (*ignore, *task.ignore) if task.ignore else ignore)
-    return ADAPTERS[task.kind](task.data, task.path, plan, _no_comments)
+    with diffs_computed(_diffs):
+        return ADAPTERS[task.kind](task.data, task.path, plan, _no_comments)

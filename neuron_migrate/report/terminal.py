@@ -7,16 +7,12 @@ line, the format compilers and linters use, so editors and ``grep`` understand i
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
 import time
-from typing import TextIO
-
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from typing import TYPE_CHECKING, TextIO
 
 from neuron_migrate.report.model import FAILED, MANUAL, REVIEW, SAFE, Finding, Report
 
@@ -27,6 +23,10 @@ PROGRESS_MANY_FILES = 50
 LIST_LIMIT = 40
 
 _POSITION = re.compile(r"(?P<pos>\d+:\d+):\s*")
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
 
 SAFETY_STYLE = {SAFE: "green", REVIEW: "yellow", MANUAL: "red"}
 SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "cyan"}
@@ -126,7 +126,11 @@ class Terminal:
         self.err = err if err is not None else sys.stderr
         self.quiet = quiet
         self.plain = is_plain(self.out) if plain is None else plain
-        self.console = None if self.plain else Console(file=self.out, highlight=False, soft_wrap=True)
+
+    @functools.cached_property
+    def console(self) -> Console | None:
+        # rich is imported only when a person's terminal shows something: a piped or quiet run prints plain lines.
+        return None if self.plain else _console(self.out)
 
     # ----- progress ----------------------------------------------------------------------------
     def progress(self) -> RunProgress:
@@ -166,6 +170,8 @@ class Terminal:
             self._rich_audit(report, notes)
 
     def _rich_audit(self, report: Report, notes) -> None:
+        from rich.markup import escape
+
         console = self.console
         live = sorted((f for f in report.findings if not f.suppressed), key=_order)
         current = None
@@ -204,6 +210,9 @@ class Terminal:
         print("\n".join(lines), file=self.out)
 
     def _rich(self, report: Report, report_path: str | None) -> None:
+        from rich.markup import escape
+        from rich.table import Table
+
         console = self.console
         t = report.totals()
         table = Table(title="neuron-migrate", show_header=False, title_justify="left", box=None, pad_edge=False)
@@ -253,6 +262,12 @@ def _count(value: int, style: str) -> str:
     return f"[{style}]{value}[/]" if value else "0"
 
 
+def _console(out: TextIO) -> Console:
+    from rich.console import Console
+
+    return Console(file=out, highlight=False, soft_wrap=True)
+
+
 def _more(console: Console, total: int, how: str) -> None:
     if total > LIST_LIMIT:
         console.print(f"  ... and {total - LIST_LIMIT} more (write them all with {how})")
@@ -291,6 +306,8 @@ class RunProgress:
             waited = time.monotonic() - self.started
             if total <= PROGRESS_MANY_FILES and waited < self.delay:
                 return
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
             self.bar = Progress(
                 TextColumn("[progress.description]{task.description}"),
                 BarColumn(),

@@ -79,6 +79,9 @@ class Rule:
     # such as a loader that no longer moves batches), not only about legacy code left below them:
     # a rerun cannot tell those from a TODO whose code was edited away, so it keeps them all.
     follow_up_todos: ClassVar[bool] = False
+    # Other file kinds whose text this rule's table edits too (the environment-variable rules are
+    # Python rules that also rewrite `export` lines): those files are scanned for its triggers.
+    also_edits: ClassVar[tuple[str, ...]] = ()
     # The part this rule plays for the engine or an adapter (one of registry.ROLES), which finds it by
     # role rather than by id; empty for the rules that only rewrite what their tables name.
     role: ClassVar[str] = ""

@@ -283,6 +283,8 @@ class _EnvVarRule(Rule):
     value is used inside an expression is handled at the call.
     """
 
+    also_edits = ("shell",)
+
     calls = {name: "setter_in_expression" for name in _SETTERS}
 
     def __init__(self, ctx) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import importlib.metadata
 import importlib.util
 import re
 from dataclasses import dataclass
@@ -213,6 +212,8 @@ def table_says(owner: str, name: str) -> bool | None:
 @functools.cache
 def installed_version(package: str) -> tuple[int, ...] | None:
     """The release of ``package`` installed here, as numbers (``5.24.0.dev0`` -> ``(5, 24, 0)``)."""
+    import importlib.metadata  # on first use: some 35 ms of start-up that only optimum code needs
+
     try:
         text = importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:

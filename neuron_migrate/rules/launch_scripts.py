@@ -524,7 +524,9 @@ class AsyncLoadOff(ShellRule):
             "flags) gets HF_DEACTIVATE_ASYNC_LOAD=1, unless the script already sets it."
         ),
         docs=(DOCS_HF,),
-        triggers=(b"torchrun", b"accelerate launch", b"--output_dir", b"--per_device_train_batch_size"),
+        # `python` too: a plain `python train.py` launch of a Hugging Face script is one (the words of a shell
+        # rule are looked for in shell text only, so Python files that say "python" are not parsed for it).
+        triggers=(b"torchrun", b"accelerate launch", b"python", b"--output_dir", b"--per_device_train_batch_size"),
         kind="shell",
         example=Example(
             before=(

@@ -356,7 +356,9 @@ class TracedArtifacts(Rule):
             "and recompile the model at start-up; the NEFF cache keeps the compile work."
         ),
         docs=(DOCS_COMPILE, DOCS_ENV),
-        triggers=TRIGGERS,
+        # A load whose path names "neuron" is migrated without any torch_neuronx import: every spelling of
+        # torch.jit.load / torch.jit.save names `jit`.
+        triggers=(*TRIGGERS, b"jit"),
         example=Example(
             before=(
                 "import torch\n"
