@@ -228,6 +228,10 @@ def _unwrap(x, func):
         return x._payload
     if t is list or t is tuple:
         return t([_unwrap(v, func) for v in x])
+    if t is torch.Tensor and x.is_cpu:  # a host tensor, most often a number the op wrapped (x * 2.0)
+        if x.dim() > 0 and _settings["strict"] and not _plan_of(func).mixed_ok:
+            raise _device_error(func)
+        return x
     if isinstance(x, torch.Tensor):
         if isinstance(x, NeuronTensor):
             return x._payload
