@@ -148,6 +148,29 @@ def test_compile_fullgraph_and_dynamic_refused():
         dynamic(x)
 
 
+def test_code_resumed_after_a_graph_break_never_hands_the_emulator_to_dynamo():
+    """Ops run eagerly at a graph break (here `.item()`) go through the wrapper's dispatch, the device guard and
+    the kernels while dynamo's frame hook is on: none of those frames may reach dynamo (it would try to compile
+    the emulator itself), and the results stay those of the CPU."""
+    import os
+
+    from torch._dynamo.convert_frame import input_codes
+
+    import neuron_migrate.analyzers.emulator as emulator
+
+    def step(x):
+        y = (x * 2).sum()
+        scale = y.item()  # a graph break: runs eagerly under the frame hook
+        return torch.zeros(3, device=x.device) + x * scale
+
+    expected = torch.compile(step, backend="eager")(torch.arange(3.0))
+    got = torch.compile(step, backend="neuron")(torch.arange(3.0).to("neuron"))
+    assert torch.equal(got.cpu(), expected)
+    package = os.path.dirname(emulator.__file__)
+    seen = [ref() for ref in input_codes.seen]
+    assert not [code.co_name for code in seen if code is not None and code.co_filename.startswith(package)]
+
+
 def test_bf16_autocast_equals_cpu_autocast():
     model_cpu = _mlp()
     model_neuron = copy.deepcopy(model_cpu).to("neuron")

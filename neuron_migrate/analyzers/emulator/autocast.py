@@ -127,6 +127,11 @@ def _kernel(op, policy):
     return run
 
 
+def kernel_functions():
+    """The Python functions PyTorch calls for autocast (one code object serves every op)."""
+    return [_kernel(None, "lower")]
+
+
 def install() -> None:
     """Fall through for every op, then register the CPU policy for the listed ones."""
     fallback = torch.library.Library("_", "IMPL")

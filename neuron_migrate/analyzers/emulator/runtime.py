@@ -24,9 +24,13 @@ class _Hooks(torch._C._acc.PrivateUse1Hooks):
         return True
 
 
+_PRIVATEUSE1 = torch._C._autograd.DeviceType.PrivateUse1
+
+
 class _Guard(torch._C._acc.DeviceGuard):
+    # asked for on every autograd node the engine records or runs (a few times per op in a backward pass)
     def type_(self):
-        return torch._C._autograd.DeviceType.PrivateUse1
+        return _PRIVATEUSE1
 
 
 def _payload(t):
@@ -129,12 +133,23 @@ def _move(obj, device):
 
 
 def _keep_dynamo_out() -> None:
-    """The dispatch must never be compiled itself: code resumed after a graph break runs under dynamo's frame
-    hook, and would otherwise try to trace the emulator (and recompile it over and over)."""
-    import torch._dynamo
+    """The emulator's own Python code must never be compiled: code resumed after a graph break runs under
+    dynamo's frame hook, which would otherwise try to trace the dispatch, the device guard and the kernels (and
+    recompile them over and over). Each entry point PyTorch calls from C++ is marked "skip this frame and every
+    frame it calls", which costs nothing per call (``torch._dynamo.disable`` costs several microseconds per op)."""
+    from torch._C._dynamo.eval_frame import _FrameAction, _FrameExecStrategy, set_code_exec_strategy
 
-    dispatch = torch._dynamo.disable(NeuronTensor.__dict__["__torch_dispatch__"].__func__, recursive=True)
-    NeuronTensor.__torch_dispatch__ = classmethod(dispatch)
+    skip = _FrameExecStrategy(_FrameAction.SKIP, _FrameAction.SKIP)
+    for function in _entry_points():
+        set_code_exec_strategy(function.__code__, skip)
+
+
+def _entry_points():
+    yield NeuronTensor.__dict__["__torch_dispatch__"].__func__
+    yield _Guard.type_
+    yield from (_Hooks.is_available, _Hooks.has_primary_context, _Hooks.is_built)
+    yield from (_empty, _empty_strided, _copy_from, _copy_from_and_resize, _pin_memory)
+    yield from autocast.kernel_functions()
 
 
 def _patch_accelerator_synchronize() -> None:
@@ -149,12 +164,16 @@ def _patch_accelerator_synchronize() -> None:
     torch.accelerator.synchronize = synchronize
 
 
+def _pin_memory(self, device=None):
+    return self.clone()
+
+
 def _register_pinned_memory() -> None:
     """DataLoader(pin_memory=True), the Trainer's default, pins host batches for the accelerator. Python hooks
     cannot provide a pinned allocator in this PyTorch, and page-locked memory would buy nothing here: a copy in
     ordinary memory behaves the same for the program."""
     library = torch.library.Library("aten", "IMPL")
-    library.impl("_pin_memory", lambda self, device=None: self.clone(), "CPU")
+    library.impl("_pin_memory", _pin_memory, "CPU")
     _libraries.append(library)
 
 

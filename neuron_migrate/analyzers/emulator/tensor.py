@@ -34,23 +34,48 @@ _MIXED_DEVICE_OK = {
     aten.set_.source_Storage_storage_offset,
 }
 
-# per op: does it hand back (some of) its inputs, so outputs must map back to the input wrappers?
-_returns_inputs: dict = {}
+# Argument types (as the op's schema prints them) whose values reach the CPU op unchanged: sizes, dims, flags,
+# numbers, dtypes, layouts and memory formats. Tensors, tensor lists and devices are unwrapped; so is any other
+# type, to be safe.
+_PLAIN_TYPES = frozenset(
+    {"int", "List[int]", "bool", "List[bool]", "float", "List[float]", "number", "str"}
+    | {f"Optional[{t}]" for t in ("int", "List[int]", "bool", "float", "List[float]", "number", "str")}
+)
+
+
+class _Plan:
+    """What the dispatch needs to know about one op, worked out at its first call."""
+
+    __slots__ = ("func", "run", "special", "returns_inputs", "plain", "plain_names", "mixed_ok")
+
+    def __init__(self, func):
+        schema = func._schema
+        self.func = func
+        self.run = func._op  # OpOverload.__call__ without its Python frame
+        self.special = _SPECIAL.get(func)
+        # does it hand back (some of) its inputs, so outputs must map back to the input wrappers?
+        self.returns_inputs = schema.is_mutable or func.namespace == "c10d" or any(
+            r.alias_info is not None for r in schema.returns
+        )
+        # per positional argument: does it pass unchanged? (positional arguments come first in a schema)
+        self.plain = tuple(str(a.type) in _PLAIN_TYPES for a in schema.arguments if not a.kwarg_only)
+        self.plain_names = frozenset(a.name for a in schema.arguments if str(a.type) in _PLAIN_TYPES)
+        self.mixed_ok = func in _MIXED_DEVICE_OK
+
+
+# keyed by id(): an OpOverload hashes in Python, which would cost more than the lookup itself
+_plans: dict = {}
 
 
 def current_device() -> torch.device:
     return _state["device"]
 
 
-def _returns_inputs_of(func) -> bool:
-    flag = _returns_inputs.get(func)
-    if flag is None:
-        schema = func._schema
-        flag = schema.is_mutable or func.namespace == "c10d" or any(
-            r.alias_info is not None for r in schema.returns
-        )
-        _returns_inputs[func] = flag
-    return flag
+def _plan_of(func) -> _Plan:
+    plan = _plans.get(id(func))
+    if plan is None or plan.func is not func:
+        plan = _plans[id(func)] = _Plan(func)
+    return plan
 
 
 def _device_error(func) -> RuntimeError:
@@ -67,19 +92,7 @@ class NeuronTensor(torch.Tensor):
 
     @staticmethod
     def __new__(cls, payload: torch.Tensor, device: torch.device | None = None):
-        wrapper = torch.Tensor._make_wrapper_subclass(
-            cls,
-            payload.size(),
-            strides=payload.stride(),
-            storage_offset=payload.storage_offset(),
-            dtype=payload.dtype,
-            layout=payload.layout,
-            device=device or _state["device"],
-            requires_grad=False,
-        )
-        wrapper._payload = payload
-        _state["placed"] = True
-        return wrapper
+        return _new_wrapper(payload, device or _state["device"], cls)
 
     __torch_function__ = torch._C._disabled_torch_function_impl
 
@@ -179,31 +192,60 @@ def _relabel_fake(t):
     return t
 
 
-def _unwrap(x, func, state):
+_CPU = torch.device("cpu")
+_settings = {"strict": True}
+_STRIDED = torch.strided
+_make_wrapper = torch.Tensor._make_wrapper_subclass
+
+
+def _new_wrapper(payload, device, cls=None):
+    """The wrapper of ``payload``: its sizes, strides, storage offset and dtype, reported on ``device``."""
+    cls = cls or NeuronTensor
+    size = payload.size()
+    if (
+        payload.layout is _STRIDED
+        and not payload.storage_offset()
+        and payload.is_contiguous()
+        and 1 not in size
+        and 0 not in size
+    ):
+        # the commonest result: the wrapper's default strides are the payload's, one list less to parse (a dim
+        # of size 1 or 0 may have any stride and still count as contiguous, so those tensors pass their strides)
+        wrapper = _make_wrapper(cls, size, dtype=payload.dtype, device=device)
+    else:
+        wrapper = _make_wrapper(
+            cls, size, strides=payload.stride(), storage_offset=payload.storage_offset(), dtype=payload.dtype,
+            layout=payload.layout, device=device,
+        )
+    wrapper._payload = payload
+    _state["placed"] = True
+    return wrapper
+
+
+def _unwrap(x, func):
     t = type(x)
     if t is NeuronTensor:
         return x._payload
     if t is list or t is tuple:
-        return t(_unwrap(v, func, state) for v in x)
+        return t([_unwrap(v, func) for v in x])
+    if t is torch.Tensor and x.is_cpu:  # a host tensor, most often a number the op wrapped (x * 2.0)
+        if x.dim() > 0 and _settings["strict"] and not _plan_of(func).mixed_ok:
+            raise _device_error(func)
+        return x
     if isinstance(x, torch.Tensor):
         if isinstance(x, NeuronTensor):
             return x._payload
         dev = x.device.type
         if dev == "cpu":
-            if x.dim() > 0 and state["strict"] and func not in _MIXED_DEVICE_OK:
+            if x.dim() > 0 and _settings["strict"] and not _plan_of(func).mixed_ok:
                 raise _device_error(func)
             return x
         if dev == _state["device"].type:
             return _relabel_fake(x)
         return x
     if t is torch.device and x.type == _state["device"].type:
-        state["to_device"] = True
         return _CPU
     return x
-
-
-_CPU = torch.device("cpu")
-_settings = {"strict": True}
 
 
 def _wrap(x, originals):
@@ -212,29 +254,58 @@ def _wrap(x, originals):
             original = originals.get(id(x))
             if original is not None:
                 return original
-        return NeuronTensor(x)
+        return _new_wrapper(x, _state["device"])
     t = type(x)
     if t is list or t is tuple:
-        return t(_wrap(v, originals) for v in x)
+        return t([_wrap(v, originals) for v in x])
     return x
 
 
 def _dispatch(func, args, kwargs):
-    special = _SPECIAL.get(func)
-    if special is not None:
-        return special(func, args, kwargs or {})
-    state = {"strict": _settings["strict"], "to_device": False}
-    cpu_args = tuple(_unwrap(a, func, state) for a in args)
-    cpu_kwargs = {k: _unwrap(v, func, state) for k, v in kwargs.items()} if kwargs else {}
-    out = func(*cpu_args, **cpu_kwargs)
-    originals = None
-    if _returns_inputs_of(func):
-        originals = {}
-        _collect(args, cpu_args, originals)
-        if kwargs:
-            for key, value in kwargs.items():
-                _collect((value,), (cpu_kwargs[key],), originals)
+    plan = _plans.get(id(func))
+    if plan is None or plan.func is not func:
+        plan = _plan_of(func)
+    if plan.special is not None:
+        return plan.special(func, args, kwargs or {})
+    # arguments the schema types as sizes, flags or numbers pass as they are; wrappers give their payloads
+    plain = plan.plain
+    if len(args) > len(plain):  # never from the dispatcher; a direct call must not lose arguments to zip()
+        plain = plain + (False,) * (len(args) - len(plain))
+    cpu_args = [
+        a if passes else a._payload if type(a) is NeuronTensor else _unwrap(a, func) for a, passes in zip(args, plain)
+    ]
+    if kwargs:
+        names = plan.plain_names
+        cpu_kwargs = {k: v if k in names else _unwrap(v, func) for k, v in kwargs.items()}
+        out = plan.run(*cpu_args, **cpu_kwargs)
+    else:
+        cpu_kwargs = None
+        out = plan.run(*cpu_args)
+    if not plan.returns_inputs:
+        if type(out) is torch.Tensor:  # the commonest result: one new tensor
+            return _new_wrapper(out, _state["device"])
+        return _wrap(out, None)
+    if type(out) is torch.Tensor and not kwargs:  # in-place ops and views: one tensor from flat arguments
+        original = _handed_back(out, args, cpu_args, plain)
+        if original is not False:
+            return original if original is not None else _new_wrapper(out, _state["device"])
+    originals = {}
+    _collect(args, cpu_args, originals)
+    if kwargs:
+        for key, value in kwargs.items():
+            _collect((value,), (cpu_kwargs[key],), originals)
     return _wrap(out, originals)
+
+
+def _handed_back(out, args, cpu_args, plain):
+    """The wrapper whose payload ``out`` is (an in-place op), None when ``out`` is new (a view), or False when a
+    tensor list among the arguments leaves it to the general mapping."""
+    for wrapped, unwrapped, passed in zip(args, cpu_args, plain):
+        if unwrapped is out:
+            return wrapped if type(wrapped) is NeuronTensor else False
+        if not passed and (type(wrapped) is list or type(wrapped) is tuple):
+            return False
+    return None
 
 
 def _collect(wrapped, unwrapped, into):
@@ -255,7 +326,7 @@ def _to_copy(func, args, kwargs):
     cpu_kwargs["device"] = _CPU
     if target.type == "cpu":
         return func(source, **cpu_kwargs)
-    return NeuronTensor(func(source, **cpu_kwargs))
+    return _new_wrapper(func(source, **cpu_kwargs), _state["device"])
 
 
 def _scalar(func, args, kwargs):
