@@ -1,7 +1,6 @@
 """Dockerfiles: shell-form RUN and ENV through the shell rules, TODOs for the rest, byte fidelity.
 
-Fixtures: ``fixtures/dockerfile/<ID>/<case>.before.Dockerfile`` with ``<case>.after.Dockerfile``
-(every rule on), ``<case>.noop.Dockerfile`` for files that must come out byte-identical.
+The fixtures under ``fixtures/dockerfile/<ID>/`` are run by ``test_rule_fixtures.py``.
 """
 
 from __future__ import annotations
@@ -13,38 +12,13 @@ from neuron_migrate.config import load_config
 from neuron_migrate.migrate.discover import kind_of
 from neuron_migrate.migrate.dockerfile import Dockerfile, rewrite_dockerfile
 from neuron_migrate.migrate.runner import run
-from neuron_migrate.report.model import CHANGED, FAILED, UNCHANGED
+from neuron_migrate.report.model import CHANGED, FAILED
 from neuron_migrate.rules.dockerfiles import legacy_image
 from neuron_migrate.rules.launch_scripts import ASYNC_LOAD
-
-DOCKERFILES = FIXTURES / "dockerfile"
-PAIRS = sorted(DOCKERFILES.glob("*/*.before.Dockerfile"))
-NOOPS = sorted(DOCKERFILES.glob("*/*.noop.Dockerfile"))
-
-
-def _id(path):
-    return f"{path.parent.name}/{path.name.split('.')[0]}"
 
 
 def rewrite(text: str, plan, path: str = "Dockerfile"):
     return rewrite_dockerfile(text.encode(), path, plan, False)
-
-
-@pytest.mark.parametrize("before", PAIRS, ids=_id)
-def test_fixture_rewrites_to_expected(before, plan):
-    after = before.with_name(before.name.replace(".before.", ".after."))
-    outcome = rewrite_dockerfile(before.read_bytes(), str(before), plan, False)
-    assert outcome.status == CHANGED, outcome.error
-    assert outcome.output == after.read_bytes()
-    assert any(f.rule == before.parent.name for f in outcome.findings)
-    assert rewrite_dockerfile(outcome.output, str(before), plan, False).status == UNCHANGED
-
-
-@pytest.mark.parametrize("noop", NOOPS, ids=_id)
-def test_noop_fixture_is_untouched(noop, plan):
-    outcome = rewrite_dockerfile(noop.read_bytes(), str(noop), plan, False)
-    assert outcome.status == UNCHANGED, outcome.diff
-    assert outcome.findings == []
 
 
 @pytest.mark.parametrize(

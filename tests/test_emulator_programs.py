@@ -80,6 +80,7 @@ def test_data_parallel_with_two_ranks_over_the_neuron_process_group(tmp_path, mo
     assert result["losses"][-1] < result["losses"][0]
 
 
+@pytest.mark.slow
 def test_emulate_passes_arguments_and_exit_code(tmp_path):
     script = tmp_path / "prog.py"
     script.write_text(
@@ -97,6 +98,7 @@ def test_emulate_passes_arguments_and_exit_code(tmp_path):
     assert proc.returncode == 0 and "module ['a']" in proc.stdout, proc.stderr
 
 
+@pytest.mark.slow
 def test_emulate_refuses_when_real_torch_neuronx_is_installed(tmp_path):
     fake = tmp_path / "site" / "torch_neuronx"
     fake.mkdir(parents=True)

@@ -1,9 +1,8 @@
 """Jupyter notebooks: code cells through the Python rules, ``!``/``%`` lines and ``%%bash`` cells through
 the shell rules, and every byte that is not a migrated cell source kept as it was.
 
-Fixtures: ``fixtures/notebook/<case>.before.ipynb`` with ``<case>.after.ipynb`` (every rule on),
-``<case>.noop.ipynb`` for notebooks that must come out byte-identical, and ``fixtures/notebook/NM550/``
-for the one notebook rule.
+The fixtures (``fixtures/notebook/<case>.*.ipynb``, and ``fixtures/notebook/<ID>/`` for the rules of
+one folder) are run by ``test_rule_fixtures.py``; the tests here read some of them.
 """
 
 from __future__ import annotations
@@ -33,13 +32,7 @@ from neuron_migrate.report.terminal import location
 from test_corpus import unmarked_legacy_references
 
 NOTEBOOKS = FIXTURES / "notebook"
-PAIRS = sorted(NOTEBOOKS.glob("**/*.before.ipynb"))
-NOOPS = sorted(NOTEBOOKS.glob("**/*.noop.ipynb"))
 EXAMPLE = ROOT / "examples" / "xla-training" / "explore.ipynb"
-
-
-def _id(path):
-    return f"{path.parent.name}/{path.name.split('.')[0]}"
 
 
 def rewrite(data: bytes, plan, path: str = "nb.ipynb", no_comments: bool = False):
@@ -76,41 +69,6 @@ def notebook_json(*cells, **top):
 def nbformat_text(nb) -> bytes:
     """What nbformat (Jupyter, JupyterLab) writes."""
     return (json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n").encode()
-
-
-# ----- fixtures ------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("before", PAIRS, ids=_id)
-def test_fixture_rewrites_to_expected(before, plan):
-    after = before.with_name(before.name.replace(".before.", ".after."))
-    assert after.exists(), f"missing expected output {after.name}"
-    outcome = rewrite(before.read_bytes(), plan, before.name)
-
-    assert outcome.status == CHANGED, outcome.error
-    assert outcome.output == after.read_bytes()
-    assert without_sources(outcome.output) == without_sources(before.read_bytes())
-    again = rewrite(outcome.output, plan, before.name)
-    assert again.status == UNCHANGED, again.diff
-    if before.parent.name.startswith("NM"):
-        assert any(f.rule == before.parent.name for f in outcome.findings)
-
-
-@pytest.mark.parametrize("noop", NOOPS, ids=_id)
-def test_noop_fixture_is_untouched(noop, plan):
-    outcome = rewrite(noop.read_bytes(), plan, noop.name)
-    assert outcome.status == UNCHANGED, outcome.diff or outcome.error
-    assert not [f for f in outcome.findings if f.applied]
-
-
-@pytest.mark.parametrize("before", PAIRS, ids=_id)
-def test_migrated_cells_are_python(before, plan):
-    """Every code cell of a result parses once its IPython lines are set aside, but the ones NM550 names."""
-    outcome = rewrite(before.read_bytes(), plan, before.name)
-    unparsed = {f.cell for f in outcome.findings if f.rule == "NM550"}
-    for number, text in python_cells(outcome.output):
-        if number not in unparsed:
-            ast.parse(text)
 
 
 # ----- what a rewrite touches ------------------------------------------------------------------------

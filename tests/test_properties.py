@@ -23,6 +23,9 @@ from neuron_migrate.migrate.engine import RulePlan, migrate_python
 from test_corpus import unmarked_legacy_references
 
 PLAN = RulePlan.build()
+# Built on first draw: compiling the Python grammar takes seconds, which a run that leaves these tests out
+# (the default lane) should not pay for at collection.
+GRAMMAR_PROGRAMS = st.deferred(hypothesmith.from_grammar)
 
 
 def examples(count: int) -> settings:
@@ -180,8 +183,9 @@ def _migrate_or_reject(source: str):
     return result if _libcst_roundtrips(result.code) else None
 
 
+@pytest.mark.slow
 @examples(30)
-@given(hypothesmith.from_grammar())
+@given(GRAMMAR_PROGRAMS)
 def test_grammar_programs_never_crash_the_engine(source):
     result = _migrate_or_reject(source)
     if result is None:
@@ -190,6 +194,7 @@ def test_grammar_programs_never_crash_the_engine(source):
     assert migrate_python(result.code, "generated.py", PLAN).code == result.code
 
 
+@pytest.mark.slow
 @examples(8)
 @given(hypothesmith.from_node())
 def test_cst_programs_never_crash_the_engine(source):
@@ -200,8 +205,9 @@ def test_cst_programs_never_crash_the_engine(source):
     assert migrate_python(result.code, "generated.py", PLAN).code == result.code
 
 
+@pytest.mark.slow
 @examples(20)
-@given(st.sampled_from(HEADERS), hypothesmith.from_grammar(), st.sampled_from(SNIPPETS))
+@given(st.sampled_from(HEADERS), GRAMMAR_PROGRAMS, st.sampled_from(SNIPPETS))
 def test_grammar_programs_with_legacy_code_never_crash_the_engine(header, program, snippet):
     source = header + program.rstrip("\n") + "\n" + snippet + "\n"
     result = _migrate_or_reject(source)
@@ -269,6 +275,7 @@ def spliced_programs(draw):
     return host.name, "".join(lines)
 
 
+@pytest.mark.slow
 @examples(50)
 @given(spliced_programs())
 def test_spliced_legacy_code_is_migrated_or_marked(case):

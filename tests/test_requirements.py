@@ -1,18 +1,15 @@
 """Requirement and project files (rules NM530-NM538): requirements files, pyproject.toml, setup.cfg
 and environment.yml.
 
-Fixtures: ``fixtures/requirements/<ID>/<case>.before.<ext>`` with ``.after.<ext>`` (every rule on)
-and ``<case>.noop.<ext>``; the extension picks the adapter (txt: requirements file, toml:
-pyproject.toml, cfg: setup.cfg, yml: environment.yml).
+The fixtures under ``fixtures/requirements/<ID>/`` are run by ``test_rule_fixtures.py``; their extension
+picks the adapter (txt: requirements file, toml: pyproject.toml, cfg: setup.cfg, yml: environment.yml).
 """
 
 from __future__ import annotations
 
-import re
 import shutil
 
 import pytest
-import tomlkit
 from conftest import FIXTURES, ROOT
 
 from neuron_migrate.config import Config
@@ -37,17 +34,6 @@ from neuron_migrate.rules.requirements import (
 )
 
 FOLDER = FIXTURES / "requirements"
-ADAPTERS = {"txt": rewrite_requirements, "toml": rewrite_pyproject, "cfg": rewrite_setup_cfg, "yml": rewrite_conda_env}
-PAIRS = sorted(FOLDER.glob("*/*.before.*"))
-NOOPS = sorted(FOLDER.glob("*/*.noop.*"))
-
-
-def _id(path):
-    return f"{path.parent.name}/{path.name}"
-
-
-def _adapter(path):
-    return ADAPTERS[path.name.rsplit(".", 1)[1]]
 
 
 @pytest.fixture(scope="module")
@@ -62,41 +48,6 @@ def _run(adapter, text: str, plan, path: str = "requirements.txt", no_comments: 
 def _text(outcome, original: str) -> str:
     assert outcome.status in (CHANGED, UNCHANGED), outcome.error
     return original if outcome.output is None else outcome.output.decode("utf-8")
-
-
-# ----- fixtures ------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("before", PAIRS, ids=_id)
-def test_fixture_rewrites_to_expected(before, every_rule):
-    after = before.with_name(before.name.replace(".before.", ".after."))
-    assert after.exists(), f"missing expected output {after.name}"
-    adapter = _adapter(before)
-    outcome = adapter(before.read_bytes(), before.name, every_rule, False)
-    assert outcome.status == CHANGED, outcome.error
-    assert outcome.output == after.read_bytes()
-    assert any(f.rule == before.parent.name and not f.suppressed for f in outcome.findings), "rule never fired"
-    again = adapter(outcome.output, before.name, every_rule, False)
-    assert again.status == UNCHANGED, "second run changed the output (no fixpoint)"
-    assert not [f for f in again.findings if f.applied]
-    if before.name.endswith(".toml"):
-        tomlkit.parse(outcome.output.decode("utf-8"))
-
-
-@pytest.mark.parametrize("before", PAIRS, ids=_id)
-def test_no_comments_output_is_the_expected_one_without_its_markers(before, every_rule):
-    after = before.with_name(before.name.replace(".before.", ".after.")).read_text(encoding="utf-8")
-    outcome = _adapter(before)(before.read_bytes(), before.name, every_rule, True)
-    marker = re.compile(r"\s*# (TODO\(neuron-migrate NM|neuron-migrate\(NM)")
-    expected = [line for line in after.splitlines(keepends=True) if not marker.match(line)]
-    assert outcome.output.decode("utf-8").splitlines(keepends=True) == expected
-
-
-@pytest.mark.parametrize("noop", NOOPS, ids=_id)
-def test_noop_fixture_is_untouched(noop, every_rule):
-    outcome = _adapter(noop)(noop.read_bytes(), noop.name, every_rule, False)
-    assert outcome.status == UNCHANGED, outcome.error
-    assert not outcome.findings
 
 
 def test_every_requirement_rule_has_a_fixture_and_a_table_row_or_a_role():

@@ -195,6 +195,7 @@ def test_migrated_encoders_load_on_the_device_in_the_cast_dtype(migrate, neuron_
     assert classifier(input_ids=ids).logits.shape == (1, 2)
 
 
+@pytest.mark.slow
 def test_migrated_causal_lm_generates_with_a_static_cache(migrate, neuron_emulator, llama_dir):
     code = _migrate(
         migrate,

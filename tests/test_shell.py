@@ -1,9 +1,8 @@
-"""Shell scripts: the rule fixtures, byte fidelity, bash that bashlex refuses, bad input, the
-example projects' launch scripts, and agreement with the Python environment-variable rules.
+"""Shell scripts: byte fidelity, bash that bashlex refuses, bad input, the example projects' launch
+scripts, and agreement with the Python environment-variable rules.
 
-Fixtures: ``fixtures/shell/<ID>/<case>.before.sh`` with ``<case>.after.sh`` (every rule on),
-``<case>.noop.sh`` for scripts that must come out byte-identical. A fixture is rewritten under its
-own path, so a launched script next to it (``finetune.py``) is read as it would be in a project.
+The fixtures under ``fixtures/shell/`` are run by ``test_rule_fixtures.py``. A fixture is rewritten under
+its own path, so a launched script next to it (``finetune.py``) is read as it would be in a project.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import FIXTURES, ROOT
+from conftest import ROOT
 
 from neuron_migrate.config import load_config
 from neuron_migrate.migrate.engine import RulePlan
@@ -25,14 +24,7 @@ from neuron_migrate.rules.env_vars import ENV_VARS
 from neuron_migrate.rules.launch_scripts import ASYNC_LOAD, COMPILE_FLAGS, launch_of
 from neuron_migrate.rules.requirements import PACKAGES
 
-SHELL = FIXTURES / "shell"
-PAIRS = sorted(SHELL.glob("*/*.before.sh"))
-NOOPS = sorted(SHELL.glob("*/*.noop.sh"))
 BASH = shutil.which("bash")
-
-
-def _id(path):
-    return f"{path.parent.name}/{path.name.split('.')[0]}"
 
 
 def shell(text: str, plan, path: str = "run.sh", **kwargs) -> str:
@@ -44,31 +36,6 @@ def parses(text: str) -> bool:
     if BASH is None:
         return True
     return subprocess.run([BASH, "-n"], check=False, input=text.encode(), capture_output=True).returncode == 0
-
-
-# ----- fixtures ----------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("before", PAIRS, ids=_id)
-def test_fixture_rewrites_to_expected(before, plan):
-    after = before.with_name(before.name.replace(".before.", ".after."))
-    assert after.exists(), f"missing expected output {after.name}"
-    outcome = rewrite_shell(before.read_bytes(), str(before), plan, False)
-    assert outcome.status == CHANGED, outcome.error
-    assert outcome.output == after.read_bytes()
-    rule_id = before.parent.name
-    assert any(f.rule == rule_id and not f.suppressed for f in outcome.findings), f"{rule_id} never fired"
-    if parses(before.read_text()):
-        assert parses(outcome.output.decode())
-    again = rewrite_shell(outcome.output, str(before), plan, False)
-    assert again.status == UNCHANGED, "second run changed the output (no fixpoint)"
-
-
-@pytest.mark.parametrize("noop", NOOPS, ids=_id)
-def test_noop_fixture_is_untouched(noop, plan):
-    outcome = rewrite_shell(noop.read_bytes(), str(noop), plan, False)
-    assert outcome.status == UNCHANGED, outcome.diff
-    assert not [f for f in outcome.findings if f.rule == noop.parent.name and f.applied]
 
 
 # ----- bytes in, bytes out -----------------------------------------------------------------------------------
