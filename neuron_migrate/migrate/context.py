@@ -194,7 +194,9 @@ class FileContext:
 
     def __post_init__(self) -> None:
         self.module = self.wrapper.module
-        self._suppressed = suppressed_lines(self.module.code)
+        # The module's code, generated once: rules search it, and it is what an unchanged file prints back as.
+        self.text = self.module.code
+        self._suppressed = suppressed_lines(self.text)
         self._qnames = self.wrapper.resolve(QualifiedNameProvider)
         self._positions = None
         self._scan_imports()
@@ -318,7 +320,7 @@ class FileContext:
         way). The edit is reported against ``node``, the call that made the setting necessary;
         ``label`` names a long statement (a helper function) in that report instead of its code.
         """
-        if unless in self.module.code or code in self.setup:
+        if unless in self.text or code in self.setup:
             return
         self._note_import_site(code, "")
         meta = self._require_rule()

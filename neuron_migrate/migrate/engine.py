@@ -33,6 +33,8 @@ class PythonResult:
     source: str
     code: str
     findings: list[Finding] = field(default_factory=list)
+    # the parsed source printed back unchanged: differs from ``source`` only where LibCST cannot reproduce it
+    reproduced: str = ""
 
     @property
     def changed(self) -> bool:
@@ -172,7 +174,7 @@ class MigrationTransformer(cst.CSTTransformer):
             if self.import_depth == 0 and id(original) not in self.inner_attrs:
                 result = self._dispatch(original, result, self.index.references, original)
         hook = "leave_" + type(original).__name__
-        for rule in self.index.hooks.get(hook, ()):
+        for rule in self._hook_rules(hook, original):
             if not isinstance(result, cst.CSTNode) or type(result) is not type(original):
                 break
             result = self._apply(rule, hook, original, result)
@@ -239,6 +241,17 @@ class MigrationTransformer(cst.CSTTransformer):
                     self.instances[rule].visit_SimpleStatementLine(stand_in)
 
     # ----- dispatch ----------------------------------------------------------------------------
+    def _hook_rules(self, hook: str, original: cst.CSTNode):
+        """The rules whose ``hook`` sees ``original``: those hooking every node of its type, and for a
+        call, attribute or name outside an import, those whose prefixes name it (a call by its callee)."""
+        rules = self.index.hooks.get(hook, ())
+        if hook not in self.index.named or self.import_depth:
+            return rules
+        named = self.index.named_rules(hook, self.ctx.qualified_names(_named_part(original)))
+        if not named:
+            return rules
+        return sorted({*rules, *named}, key=self.index.order.__getitem__)
+
     def _dispatch(self, original, updated, table, name_node):
         if not table:
             return updated
@@ -253,11 +266,14 @@ class MigrationTransformer(cst.CSTTransformer):
         meta = rule.meta
         if self.shims:
             return updated
-        before = len(self.ctx.findings)
-        imports_before = set(self.ctx.imports_needed)
-        self.ctx.begin(meta)
+        ctx = self.ctx
+        before = len(ctx.findings)
+        imports_before = len(ctx.imports_needed)
+        ctx.begin(meta)
         try:
             result = getattr(self.instances[rule], method)(original, updated, *args)
+            if result is updated and len(ctx.findings) == before and not ctx.answered_elsewhere:
+                return updated  # the rule had nothing to say about this node: the common case
             if isinstance(result, StatementReplacement):
                 result = self._schedule_statement(original, updated, result)
             changed = result is not updated
@@ -265,8 +281,8 @@ class MigrationTransformer(cst.CSTTransformer):
                 result = self._fit_into_fstring(original, updated, result)
                 changed = result is not updated
             if changed and self.ctx.is_suppressed(meta.id, original):
-                # The edit is not made, so neither are the imports it asked for.
-                for key in set(self.ctx.imports_needed) - imports_before:
+                # The edit is not made, so neither are the imports it asked for (the newest keys).
+                for key in list(self.ctx.imports_needed)[imports_before:]:
                     del self.ctx.imports_needed[key]
                 self.ctx.record_suppressed(meta, original)
                 self.handled_spans.append(self.ctx.span(original))
@@ -570,6 +586,11 @@ class MigrationTransformer(cst.CSTTransformer):
             self.ctx.end()
 
 
+def _named_part(node: cst.CSTNode) -> cst.CSTNode:
+    """The part of ``node`` whose qualified name says which rules it concerns: a call's callee."""
+    return node.func if isinstance(node, cst.Call) else node
+
+
 def _answered_for(node: cst.CSTNode) -> cst.CSTNode:
     """The part of ``node`` a rule answers for. A call handler answers for the callee: the
     arguments were visited, and migrated or reported, on their own, and a legacy name left inside
@@ -712,7 +733,7 @@ def migrate_python(
     code = new_module.code
     if code != source:
         _check_parses(code, path, ctx.findings)
-    return PythonResult(source=source, code=code, findings=ctx.findings)
+    return PythonResult(source=source, code=code, findings=ctx.findings, reproduced=ctx.text)
 
 
 def _report_removed_imports(ctx: FileContext, plan: RulePlan, statements, removed: list[str]) -> None:

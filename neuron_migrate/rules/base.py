@@ -93,6 +93,10 @@ class Rule:
     # such as a loader that no longer moves batches), not only about legacy code left below them:
     # a rerun cannot tell those from a TODO whose code was edited away, so it keeps them all.
     follow_up_todos: ClassVar[bool] = False
+    # Qualified-name prefixes the rule's ``leave_Call``/``leave_Attribute``/``leave_Name`` hooks answer:
+    # when set, the engine calls those hooks only for a node named under one of them (a call by its
+    # callee), instead of for every node of that type.
+    prefixes: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
@@ -146,6 +150,10 @@ def select_rules(select: Iterable[str] = (), ignore: Iterable[str] = ()) -> list
     return chosen
 
 
+# The hooks a rule with ``prefixes`` gets only for the nodes named under them.
+NAMED_HOOKS = frozenset({"leave_Call", "leave_Attribute", "leave_Name"})
+
+
 @dataclass
 class RuleIndex:
     """Dispatch tables the engine builds once per run from the selected rule classes."""
@@ -153,19 +161,44 @@ class RuleIndex:
     rules: list[type[Rule]]
     calls: dict[str, list[tuple[type[Rule], str]]] = field(default_factory=dict)
     references: dict[str, list[tuple[type[Rule], str]]] = field(default_factory=dict)
+    # hook name -> the rules called with every node of that type
     hooks: dict[str, list[type[Rule]]] = field(default_factory=dict)
+    # hook name -> qualified-name prefix -> the rules called with the nodes named under that prefix
+    named: dict[str, dict[str, list[type[Rule]]]] = field(default_factory=dict)
+    # rule -> its place in ``rules``: hooks run in that order, whichever table they come from
+    order: dict[type[Rule], int] = field(default_factory=dict)
 
     @classmethod
     def build(cls, rules: list[type[Rule]]) -> RuleIndex:
         index = cls(rules=list(rules))
-        for rule in rules:
+        for position, rule in enumerate(rules):
+            index.order[rule] = position
             for qname, method in rule.calls.items():
                 index.calls.setdefault(qname, []).append((rule, method))
             for qname, method in rule.references.items():
                 index.references.setdefault(qname, []).append((rule, method))
             for hook in rule.node_hooks():
-                index.hooks.setdefault(hook, []).append(rule)
+                if hook in NAMED_HOOKS and rule.prefixes:
+                    by_prefix = index.named.setdefault(hook, {})
+                    for prefix in rule.prefixes:
+                        by_prefix.setdefault(prefix, []).append(rule)
+                else:
+                    index.hooks.setdefault(hook, []).append(rule)
         return index
+
+    def named_rules(self, hook: str, qnames) -> list[type[Rule]]:
+        """The rules whose ``hook`` answers a node with these qualified names: those with a prefix
+        equal to a name or to one of its dotted parents, in rule order."""
+        by_prefix = self.named.get(hook)
+        if not by_prefix:
+            return []
+        found: set[type[Rule]] = set()
+        for qname in qnames:
+            end = len(qname)
+            while end > 0:
+                found.update(by_prefix.get(qname[:end], ()))
+                end = qname.rfind(".", 0, end)
+        return sorted(found, key=self.order.__getitem__)
 
     def triggers(self) -> tuple[bytes, ...]:
         words: set[bytes] = set()
