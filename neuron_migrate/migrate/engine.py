@@ -90,7 +90,8 @@ class RulePlan:
     def roots(self) -> frozenset[str]:
         """Top-level modules named by any rule table or legacy prefix: only names imported from
         these are ever resolved, which keeps the cost of qualified names low."""
-        names = [*self.index.calls, *self.index.references, *self.legacy_prefixes]
+        named = [prefix for by_prefix in self.index.named.values() for prefix in by_prefix]
+        names = [*self.index.calls, *self.index.references, *named, *self.legacy_prefixes]
         return frozenset(n.split(".")[0] for n in names)
 
 
