@@ -119,6 +119,9 @@ class MigrationTransformer(cst.CSTTransformer):
         self.import_depth = 0
         self.legacy_refs: list[LegacyRef] = []
         self.handled_spans: list[Span] = []
+        # id(statement being visited) -> how many spans were handled before it: only spans handled
+        # since can hold a use in it (what was left earlier lies before it in the file)
+        self.handled_before: dict[int, int] = {}
         self.shims: list[cst.CSTNode] = []
         # id(original line) -> statements that replace it (empty = delete)
         self.pending_statements: dict[int, list[cst.BaseStatement]] = {}
@@ -140,6 +143,7 @@ class MigrationTransformer(cst.CSTTransformer):
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, _STATEMENTS):
             self.ctx.statement_stack.append(node)
+            self.handled_before[id(node)] = len(self.handled_spans)
             if isinstance(node, cst.SimpleStatementLine):
                 self._note_statement_calls(node)
         elif isinstance(node, cst.SimpleStatementSuite):
@@ -528,6 +532,7 @@ class MigrationTransformer(cst.CSTTransformer):
                 return
 
     def _report_leftovers(self, statement) -> None:
+        since = self.handled_before.pop(id(statement), 0)
         if self.leftover_rule is None:
             return
         remaining = []
@@ -535,7 +540,7 @@ class MigrationTransformer(cst.CSTTransformer):
             if ref.statement is not statement:
                 remaining.append(ref)
                 continue
-            if self._handled(self.ctx.span(ref.node)) or self._turned_off(ref.qname):
+            if self._handled(self.ctx.span(ref.node), since) or self._turned_off(ref.qname):
                 continue
             rule = self.leftover_rule
             self.ctx.begin(rule.meta)
@@ -553,9 +558,10 @@ class MigrationTransformer(cst.CSTTransformer):
         names = self.deselected_names
         return bool(names) and (qname in names or any(qname.startswith(n + ".") for n in names))
 
-    def _handled(self, span: Span) -> bool:
+    def _handled(self, span: Span, since: int) -> bool:
         start, end = (span.line, span.column), (span.end_line, span.end_column)
-        for h in self.handled_spans:
+        spans = self.handled_spans
+        for h in (spans[i] for i in range(since, len(spans))):
             if (h.line, h.column) <= start and end <= (h.end_line, h.end_column):
                 return True
         return False
