@@ -12,8 +12,9 @@ from dataclasses import dataclass, field, replace
 
 import libcst as cst
 from libcst.metadata.base_provider import LazyValue
-from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider, QualifiedNameSource
+from libcst.metadata import MetadataWrapper, QualifiedNameProvider, QualifiedNameSource
 
+from neuron_migrate.migrate.positions import code_and_ranges
 from neuron_migrate.report.model import INFO, MANUAL, REVIEW, SAFE, WARNING, Finding, Span
 from neuron_migrate.ruleapi import RuleMeta
 from neuron_migrate.suppress import is_suppressed, suppressed_lines
@@ -194,9 +195,11 @@ class FileContext:
 
     def __post_init__(self) -> None:
         self.module = self.wrapper.module
-        self._suppressed = suppressed_lines(self.module.code)
+        # The module's code and its nodes' positions, generated once: rules search the code, and it
+        # is what an unchanged file prints back as.
+        self.text, self._ranges = code_and_ranges(self.module)
+        self._suppressed = suppressed_lines(self.text)
         self._qnames = self.wrapper.resolve(QualifiedNameProvider)
-        self._positions = None
         self._scan_imports()
         self._scan_bindings()
 
@@ -247,13 +250,12 @@ class FileContext:
         return None
 
     def span(self, node: cst.CSTNode) -> Span:
-        if self._positions is None:
-            self._positions = self.wrapper.resolve(PositionProvider)
         node = self.stand_ins.get(id(node), node)
-        pos = self._positions.get(node)
-        if pos is None:
+        found = self._ranges.get(id(node))
+        if found is None:
             return Span(1, 1, 1, 1)
-        return Span(pos.start.line, pos.start.column + 1, pos.end.line, pos.end.column + 1)
+        line, column, end_line, end_column = found
+        return Span(line, column + 1, end_line, end_column + 1)
 
     def first_line(self, statement: cst.CSTNode) -> int:
         """The line a statement's text starts on: its first decorator's for a decorated def or class."""
@@ -318,7 +320,7 @@ class FileContext:
         way). The edit is reported against ``node``, the call that made the setting necessary;
         ``label`` names a long statement (a helper function) in that report instead of its code.
         """
-        if unless in self.module.code or code in self.setup:
+        if unless in self.text or code in self.setup:
             return
         self._note_import_site(code, "")
         meta = self._require_rule()

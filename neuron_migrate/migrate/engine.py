@@ -33,6 +33,8 @@ class PythonResult:
     source: str
     code: str
     findings: list[Finding] = field(default_factory=list)
+    # the parsed source printed back unchanged: differs from ``source`` only where LibCST cannot reproduce it
+    reproduced: str = ""
 
     @property
     def changed(self) -> bool:
@@ -86,7 +88,8 @@ class RulePlan:
     def roots(self) -> frozenset[str]:
         """Top-level modules named by any rule table or legacy prefix: only names imported from
         these are ever resolved, which keeps the cost of qualified names low."""
-        names = [*self.index.calls, *self.index.references, *self.legacy_prefixes]
+        named = [prefix for by_prefix in self.index.named.values() for prefix in by_prefix]
+        names = [*self.index.calls, *self.index.references, *named, *self.legacy_prefixes]
         return frozenset(n.split(".")[0] for n in names)
 
 
@@ -111,6 +114,9 @@ class MigrationTransformer(cst.CSTTransformer):
         self.import_depth = 0
         self.legacy_refs: list[LegacyRef] = []
         self.handled_spans: list[Span] = []
+        # id(statement being visited) -> how many spans were handled before it: only spans handled
+        # since can hold a use in it (what was left earlier lies before it in the file)
+        self.handled_before: dict[int, int] = {}
         self.shims: list[cst.CSTNode] = []
         # id(original line) -> statements that replace it (empty = delete)
         self.pending_statements: dict[int, list[cst.BaseStatement]] = {}
@@ -132,6 +138,7 @@ class MigrationTransformer(cst.CSTTransformer):
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, _STATEMENTS):
             self.ctx.statement_stack.append(node)
+            self.handled_before[id(node)] = len(self.handled_spans)
             if isinstance(node, cst.SimpleStatementLine):
                 self._note_statement_calls(node)
         elif isinstance(node, cst.SimpleStatementSuite):
@@ -167,7 +174,7 @@ class MigrationTransformer(cst.CSTTransformer):
             if self.import_depth == 0 and id(original) not in self.inner_attrs:
                 result = self._dispatch(original, result, self.index.references, original)
         hook = "leave_" + type(original).__name__
-        for rule in self.index.hooks.get(hook, ()):
+        for rule in self._hook_rules(hook, original):
             if not isinstance(result, cst.CSTNode) or type(result) is not type(original):
                 break
             result = self._apply(rule, hook, original, result)
@@ -234,6 +241,17 @@ class MigrationTransformer(cst.CSTTransformer):
                     self.instances[rule].visit_SimpleStatementLine(stand_in)
 
     # ----- dispatch ----------------------------------------------------------------------------
+    def _hook_rules(self, hook: str, original: cst.CSTNode):
+        """The rules whose ``hook`` sees ``original``: those hooking every node of its type, and for a
+        call, attribute or name outside an import, those whose prefixes name it (a call by its callee)."""
+        rules = self.index.hooks.get(hook, ())
+        if hook not in self.index.named or self.import_depth:
+            return rules
+        named = self.index.named_rules(hook, self.ctx.qualified_names(_named_part(original)))
+        if not named:
+            return rules
+        return sorted({*rules, *named}, key=self.index.order.__getitem__)
+
     def _dispatch(self, original, updated, table, name_node):
         if not table:
             return updated
@@ -248,11 +266,14 @@ class MigrationTransformer(cst.CSTTransformer):
         meta = rule.meta
         if self.shims:
             return updated
-        before = len(self.ctx.findings)
-        imports_before = set(self.ctx.imports_needed)
-        self.ctx.begin(meta)
+        ctx = self.ctx
+        before = len(ctx.findings)
+        imports_before = len(ctx.imports_needed)
+        ctx.begin(meta)
         try:
             result = getattr(self.instances[rule], method)(original, updated, *args)
+            if result is updated and len(ctx.findings) == before and not ctx.answered_elsewhere:
+                return updated  # the rule had nothing to say about this node: the common case
             if isinstance(result, StatementReplacement):
                 result = self._schedule_statement(original, updated, result)
             changed = result is not updated
@@ -260,8 +281,8 @@ class MigrationTransformer(cst.CSTTransformer):
                 result = self._fit_into_fstring(original, updated, result)
                 changed = result is not updated
             if changed and self.ctx.is_suppressed(meta.id, original):
-                # The edit is not made, so neither are the imports it asked for.
-                for key in set(self.ctx.imports_needed) - imports_before:
+                # The edit is not made, so neither are the imports it asked for (the newest keys).
+                for key in list(self.ctx.imports_needed)[imports_before:]:
                     del self.ctx.imports_needed[key]
                 self.ctx.record_suppressed(meta, original)
                 self.handled_spans.append(self.ctx.span(original))
@@ -506,6 +527,7 @@ class MigrationTransformer(cst.CSTTransformer):
                 return
 
     def _report_leftovers(self, statement) -> None:
+        since = self.handled_before.pop(id(statement), 0)
         if self.leftover_rule is None:
             return
         remaining = []
@@ -513,7 +535,7 @@ class MigrationTransformer(cst.CSTTransformer):
             if ref.statement is not statement:
                 remaining.append(ref)
                 continue
-            if self._handled(self.ctx.span(ref.node)) or self._turned_off(ref.qname):
+            if self._handled(self.ctx.span(ref.node), since) or self._turned_off(ref.qname):
                 continue
             rule = self.leftover_rule
             self.ctx.begin(rule.meta)
@@ -531,9 +553,10 @@ class MigrationTransformer(cst.CSTTransformer):
         names = self.deselected_names
         return bool(names) and (qname in names or any(qname.startswith(n + ".") for n in names))
 
-    def _handled(self, span: Span) -> bool:
+    def _handled(self, span: Span, since: int) -> bool:
         start, end = (span.line, span.column), (span.end_line, span.end_column)
-        for h in self.handled_spans:
+        spans = self.handled_spans
+        for h in (spans[i] for i in range(since, len(spans))):
             if (h.line, h.column) <= start and end <= (h.end_line, h.end_column):
                 return True
         return False
@@ -563,6 +586,11 @@ class MigrationTransformer(cst.CSTTransformer):
             self.ctx.report(node, self.shim_rule.MESSAGE)
         finally:
             self.ctx.end()
+
+
+def _named_part(node: cst.CSTNode) -> cst.CSTNode:
+    """The part of ``node`` whose qualified name says which rules it concerns: a call's callee."""
+    return node.func if isinstance(node, cst.Call) else node
 
 
 def _answered_for(node: cst.CSTNode) -> cst.CSTNode:
@@ -707,7 +735,7 @@ def migrate_python(
     code = new_module.code
     if code != source:
         _check_parses(code, path, ctx.findings)
-    return PythonResult(source=source, code=code, findings=ctx.findings)
+    return PythonResult(source=source, code=code, findings=ctx.findings, reproduced=ctx.text)
 
 
 def _report_removed_imports(ctx: FileContext, plan: RulePlan, statements, removed: list[str]) -> None:

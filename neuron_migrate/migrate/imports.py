@@ -11,6 +11,7 @@ from libcst.metadata import MetadataWrapper, ScopeProvider
 from libcst.metadata.scope_provider import ImportAssignment
 
 from neuron_migrate.migrate.context import code_of
+from neuron_migrate.migrate.walk import walk
 
 
 def is_legacy_import_block(block, legacy_prefixes: tuple[str, ...]) -> bool:
@@ -55,7 +56,7 @@ class _UsedNames(cst.CSTVisitor):
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         # ``torch.optim.SGD`` uses the name ``torch``; its attribute ``SGD`` must not keep an
         # imported ``SGD`` alive.
-        node.value.visit(self)
+        walk(node.value, self)
         return False
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
@@ -115,7 +116,7 @@ class _NameUses:
 
     def __init__(self, module: cst.Module) -> None:
         finder = _UsedNames()
-        module.visit(finder)
+        walk(module, finder)
         self.module = module
         self.names = finder.names
         self.strings = finder.strings
@@ -149,6 +150,21 @@ def _unread_import_names(module: cst.Module) -> set[str]:
     return bound - read
 
 
+# The nodes an import statement can sit under: the remover descends into these only, since
+# rebuilding the expressions of a whole module would cost as much as parsing it.
+_IMPORT_HOLDERS = (
+    cst.Module,
+    cst.BaseCompoundStatement,
+    cst.BaseSuite,
+    cst.SimpleStatementLine,
+    cst.ExceptHandler,
+    cst.ExceptStarHandler,
+    cst.Else,
+    cst.Finally,
+    cst.MatchCase,
+)
+
+
 class _LegacyImportRemover(cst.CSTTransformer):
     def __init__(self, used: _NameUses, legacy_prefixes: tuple[str, ...], is_shim) -> None:
         super().__init__()
@@ -156,6 +172,10 @@ class _LegacyImportRemover(cst.CSTTransformer):
         self.legacy_prefixes = legacy_prefixes
         self.is_shim = is_shim
         self.removed: list[str] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        # An import's own parts are read in leave_Import/leave_ImportFrom, which still run.
+        return isinstance(node, _IMPORT_HOLDERS) and super().on_visit(node)
 
     def visit_Try(self, node: cst.Try) -> bool:
         return not self.is_shim(node)

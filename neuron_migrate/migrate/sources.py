@@ -79,7 +79,7 @@ def rewrite_python(data: bytes, path: str, plan: RulePlan, no_comments: bool) ->
         code = _keep_final_newline(source.text, result.code)
         if code == source.text:
             return Outcome(UNCHANGED, None, result.findings)
-        reproduced = _keep_final_newline(source.text, cst.parse_module(source.text).code)
+        reproduced = _keep_final_newline(source.text, result.reproduced)
         if reproduced != source.text:
             if code == reproduced:
                 # Nothing was migrated: the only difference is what LibCST cannot reproduce.

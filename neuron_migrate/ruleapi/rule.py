@@ -82,6 +82,10 @@ class Rule:
     # Other file kinds whose text this rule's table edits too (the environment-variable rules are
     # Python rules that also rewrite `export` lines): those files are scanned for its triggers.
     also_edits: ClassVar[tuple[str, ...]] = ()
+    # Qualified-name prefixes the rule's ``leave_Call``/``leave_Attribute``/``leave_Name`` hooks answer:
+    # when set, the engine calls those hooks only for a node named under one of them (a call by its
+    # callee), instead of for every node of that type.
+    prefixes: ClassVar[tuple[str, ...]] = ()
     # The part this rule plays for the engine or an adapter (one of registry.ROLES), which finds it by
     # role rather than by id; empty for the rules that only rewrite what their tables name.
     role: ClassVar[str] = ""

@@ -391,7 +391,7 @@ class LoaderIndex:
         ctx.module.visit(scan)
         self.scan = scan
         self._scopes = None
-        self._suppressed = suppressed_lines(ctx.module.code)
+        self._suppressed = suppressed_lines(ctx.text)
         self.loads: dict[int, Load] = {}
         self.deleted_dicts: dict[int, tuple[NeuronLoaderRule, str]] = {}  # id(dict line) -> (rule, name)
         self.kept_dicts: set[str] = set()  # dicts read by a migrated call and still used elsewhere
@@ -687,7 +687,10 @@ class NeuronLoaderRule(Rule):
     def visit_Module(self, node: cst.Module) -> None:
         registry = self.ctx.facts.setdefault(LOADER_REGISTRY, {})
         for qname in self.loads:
-            registry.setdefault(qname, self)
+            # An imported name's qualified name starts with a module the file spells out: a file that
+            # never names the package has no such load, and no loader index to build.
+            if qname.split(".")[0] in self.ctx.text:
+                registry.setdefault(qname, self)
 
     def index(self) -> LoaderIndex:
         if LOADER_INDEX not in self.ctx.facts:

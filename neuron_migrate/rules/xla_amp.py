@@ -114,7 +114,7 @@ class AutocastToNeuron(Rule):
         if cuda or (device is not None and literal(device.value) == "cuda"):
             if not self.ctx.has_legacy_imports:
                 return updated
-            if _REAL_CUDA.search(self.ctx.module.code):
+            if _REAL_CUDA.search(self.ctx.text):
                 self.ctx.manual(original, _CUDA_AND_XLA)
                 return updated
             notes.append(_CUDA_ON_XLA)
@@ -236,5 +236,5 @@ class GradScalerWithXla(Rule):
 
 def _uses_torch_xla(ctx) -> bool:
     if "uses_torch_xla" not in ctx.facts:
-        ctx.facts["uses_torch_xla"] = "torch_xla" in ctx.module.code
+        ctx.facts["uses_torch_xla"] = "torch_xla" in ctx.text
     return bool(ctx.facts["uses_torch_xla"])

@@ -30,7 +30,7 @@ def is_none(arg: cst.Arg | None) -> bool:
 def looks_distributed(ctx) -> bool:
     """Whether the file runs one process per device (spawned, torchrun-launched or rank-aware)."""
     if "distributed" not in ctx.facts:
-        ctx.facts["distributed"] = bool(_DISTRIBUTED_WORDS.search(ctx.module.code))
+        ctx.facts["distributed"] = bool(_DISTRIBUTED_WORDS.search(ctx.text))
     return bool(ctx.facts["distributed"])
 
 
@@ -577,7 +577,7 @@ class LegacyDeviceNameAccepted(Rule):
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
         if "makes_xla_device" not in self.ctx.facts:
-            self.ctx.facts["makes_xla_device"] = bool(_XLA_CONSTRUCTOR_WORDS.search(self.ctx.module.code))
+            self.ctx.facts["makes_xla_device"] = bool(_XLA_CONSTRUCTOR_WORDS.search(self.ctx.text))
         if self.ctx.facts["makes_xla_device"]:
             shape = _HelperShape(self.ctx, self.tests)
             original.body.visit(shape)

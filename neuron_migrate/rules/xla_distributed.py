@@ -22,6 +22,7 @@ import libcst as cst
 from libcst.metadata import QualifiedNameProvider
 
 from neuron_migrate.migrate.context import code_of
+from neuron_migrate.migrate.walk import walk
 from neuron_migrate import rules as rule_families
 from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleMeta, StatementReplacement, register
 from neuron_migrate.rules.calls import (
@@ -1002,7 +1003,7 @@ def _xla_backend(call: cst.Call) -> bool:
 def process_group_plan(ctx) -> _ProcessGroupPlan:
     if "process_group_plan" not in ctx.facts:
         plan = _ProcessGroupPlan(ctx)
-        ctx.module.visit(plan)
+        walk(ctx.module, plan)  # the facts gathered do not depend on the order of visits
         ctx.facts["process_group_plan"] = plan
     return ctx.facts["process_group_plan"]  # type: ignore[return-value]
 

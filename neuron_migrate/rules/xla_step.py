@@ -83,9 +83,7 @@ def _with_line_comment(comma, line: cst.TrailingWhitespace):
 
 def source_text(ctx: FileContext) -> str:
     """The file's text, generated once per file and shared by every rule that greps it."""
-    if "source" not in ctx.facts:
-        ctx.facts["source"] = ctx.module.code
-    return ctx.facts["source"]  # type: ignore[return-value]
+    return ctx.text
 
 
 # Gradient averaging is done by one of these wrappers when they wrap the model that steps.
