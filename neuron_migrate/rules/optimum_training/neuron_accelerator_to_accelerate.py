@@ -1,0 +1,86 @@
+"""NM207: NeuronAccelerator / NeuronAcceleratorState / NeuronPartialState -> accelerate"""
+
+from __future__ import annotations
+
+from neuron_migrate.rules.base import SAFE, Example, RuleMeta, register
+from neuron_migrate.rules.calls import literal
+from neuron_migrate.rules.optimum_training.common import (
+    ACCELERATE,
+    ACCELERATOR_ONLY,
+    DOCS_ACCELERATE,
+    DOCS_HF,
+    MIXED_PRECISION_MODES,
+    TRIGGERS,
+    ArgumentEdits,
+    RenameRule,
+    edited_args,
+    rebuilt,
+)
+
+
+@register
+class NeuronAcceleratorToAccelerate(RenameRule):
+    """NeuronAccelerator and its state singletons -> accelerate (>= 1.13 knows the neuron device)."""
+
+    meta = RuleMeta(
+        "NM207",
+        "NeuronAccelerator / NeuronAcceleratorState / NeuronPartialState -> accelerate",
+        safety=SAFE,
+        risks=frozenset({"numerics", "collectives"}),
+        summary=(
+            "Neuron-only keyword arguments are dropped: trn_config/mp_plugin (TODO: DistributedConfig at "
+            "from_pretrained), zero_1 (review: FSDP), autocast_backend; mixed_precision_config "
+            '"AUTOCAST_BF16" becomes mixed_precision="bf16", other modes get a review marker.'
+        ),
+        docs=(DOCS_ACCELERATE, DOCS_HF),
+        triggers=TRIGGERS,
+        example=Example(
+            before=(
+                "from optimum.neuron import NeuronAccelerator\n\n"
+                'accelerator = NeuronAccelerator(gradient_accumulation_steps=4, mixed_precision_config="AUTOCAST_BF16")\n'
+            ),
+            after=(
+                "from accelerate import Accelerator\n\n"
+                'accelerator = Accelerator(gradient_accumulation_steps=4, mixed_precision="bf16")\n'
+            ),
+        ),
+    )
+    follow_up_todos = True
+    targets = ACCELERATE
+    calls, references = RenameRule.tables(ACCELERATE, "rename_call", methods=("_reset_state",))
+
+    def rename_call(self, original, updated, qname):
+        target = self.targets[qname]
+        edits = ArgumentEdits()
+        keywords = {arg.keyword.value: arg.value for arg in updated.args if arg.keyword}
+        for name, value in keywords.items():
+            if name in ACCELERATOR_ONLY:
+                edits.drop.add(name)
+                if literal(value) is not None:
+                    edits.manuals.append(f"{name} dropped: {ACCELERATOR_ONLY[name]}")
+            elif name == "zero_1":
+                edits.drop.add(name)
+                if literal(value) is not False:
+                    edits.reviews.append("zero_1 dropped: shard optimizer state with FSDP (fsdp_plugin=...)")
+            elif name == "autocast_backend":
+                edits.drop.add(name)
+                edits.notes.append("autocast_backend dropped: Accelerator autocasts with torch.autocast")
+            elif name == "mixed_precision_config":
+                edits.drop.add(name)
+                self.mixed_precision(value, "mixed_precision" in keywords, edits)
+        self.finish(qname.rsplit(".", 1)[1], target, edits, original)
+        func = self.ctx.expr(self.stock_name(target))
+        return rebuilt(updated.with_changes(func=func), edited_args(updated.args, edits))
+
+    @staticmethod
+    def mixed_precision(value, has_mixed_precision: bool, edits: ArgumentEdits) -> None:
+        mode = literal(value)
+        mode = mode.upper() if isinstance(mode, str) else mode
+        if mode in MIXED_PRECISION_MODES:
+            if MIXED_PRECISION_MODES[mode] and not has_mixed_precision:
+                edits.add.append(("mixed_precision", MIXED_PRECISION_MODES[mode]))
+            return
+        edits.reviews.append(
+            'mixed_precision_config dropped: use mixed_precision="bf16" for autocast, or cast the model to '
+            "bfloat16 for full-bf16 training (no stochastic rounding)"
+        )

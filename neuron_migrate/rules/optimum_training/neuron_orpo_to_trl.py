@@ -1,0 +1,99 @@
+"""NM205: NeuronORPOTrainer / NeuronORPOConfig -> TRL ORPO"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import libcst as cst
+
+from neuron_migrate.rules import hf_fields as hf
+from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, register
+from neuron_migrate.rules.optimum_training.common import (
+    DOCS_HF,
+    DOCS_ORPO,
+    ORPO_CONFIGS,
+    ORPO_TRAINERS,
+    STARTUP,
+    TRIGGERS,
+    ArgumentsRule,
+    Target,
+    TrainerRule,
+)
+
+
+@register
+class NeuronOrpoToTrl(ArgumentsRule, TrainerRule):
+    """optimum-neuron <= 0.3 NeuronORPOTrainer / NeuronORPOConfig -> TRL's ORPOTrainer / ORPOConfig."""
+
+    meta = RuleMeta(
+        "NM205",
+        "NeuronORPOTrainer / NeuronORPOConfig -> TRL ORPO",
+        safety=REVIEW,
+        risks=frozenset({"numerics", "performance"}),
+        summary=(
+            "ORPO moved to trl.experimental.orpo in TRL 0.25 (picked by the installed release); the config "
+            "gets the TrainingArguments field map of NM202."
+        ),
+        docs=(DOCS_ORPO, DOCS_HF),
+        triggers=TRIGGERS,
+        example=Example(
+            before=(
+                "import os\n"
+                "import torch\n"
+                "from optimum.neuron import NeuronORPOTrainer\n\n"
+                "trainer = NeuronORPOTrainer(model=model, args=config, train_dataset=pairs, tokenizer=tok)\n"
+            ),
+            after=(
+                "import os\n"
+                "import torch\n"
+                "from trl.experimental.orpo import ORPOTrainer\n\n"
+                + STARTUP
+                + "trainer = ORPOTrainer(model=model, args=config, train_dataset=pairs, processing_class=tok)\n"
+            ),
+        ),
+    )
+    targets: ClassVar[dict[str, Target]] = {**ORPO_TRAINERS, **ORPO_CONFIGS}
+    current: cst.CSTNode | None = None
+    calls: ClassVar[dict[str, str]] = {
+        **{q: "trainer_call" for q in ORPO_TRAINERS},
+        **{q: "config_call" for q in ORPO_CONFIGS},
+    }
+    references: ClassVar[dict[str, str]] = {q: "rename_reference" for q in (*ORPO_TRAINERS, *ORPO_CONFIGS)}
+
+    def stock_name(self, target: Target) -> str:
+        return self.ctx.require_from_import(self.module_of(target), target.name)
+
+    def module_of(self, target: Target) -> str:
+        return "trl.experimental.orpo" if self.orpo_is_experimental() else "trl"
+
+    def orpo_is_experimental(self) -> bool:
+        """TRL 0.25 moved ORPO to trl.experimental.orpo: the version table, checked against the installed
+        package when there is one."""
+        table = bool(hf.table_says("trl", "experimental.orpo"))
+        if hf.installed_version("trl") is None:
+            return table
+        real = hf.installed_fields("ORPOConfig") is not None
+        if real != table and not self.ctx.facts.get("optimum_training_orpo_reported"):
+            self.ctx.facts["optimum_training_orpo_reported"] = True
+            where = "has" if real else "has no"
+            self.ctx.report(
+                self.current,
+                f"the version table disagrees with the installed {hf.version_text('trl')}, which {where} "
+                "trl.experimental.orpo; following the installed release",
+            )
+        return real
+
+    def trainer_call(self, original, updated, qname):
+        self.current = original
+        return TrainerRule.rename_call(self, original, updated, qname)
+
+    def config_call(self, original, updated, qname):
+        self.current = original
+        return ArgumentsRule.rename_call(self, original, updated, qname)
+
+    def rename_reference(self, original, updated, qname):
+        self.current = original
+        return super().rename_reference(original, updated, qname)
+
+    def subclass_review(self, target: Target) -> None:
+        self.ctx.review(f"check the methods and fields this subclass overrides against trl's {target.name}")

@@ -1,0 +1,45 @@
+"""NM203: NeuronSFTTrainer -> trl.SFTTrainer"""
+
+from __future__ import annotations
+
+from neuron_migrate.rules.base import SAFE, Example, RuleMeta, register
+from neuron_migrate.rules.optimum_training.common import (
+    DOCS_HF,
+    DOCS_SFT,
+    SFT_TRAINERS,
+    STARTUP,
+    TRIGGERS,
+    RenameRule,
+    TrainerRule,
+)
+
+
+@register
+class NeuronSFTTrainerToSFTTrainer(TrainerRule):
+    """NeuronSFTTrainer -> trl.SFTTrainer: same arguments."""
+
+    meta = RuleMeta(
+        "NM203",
+        "NeuronSFTTrainer -> trl.SFTTrainer",
+        safety=SAFE,
+        summary="trl.SFTTrainer takes the same arguments; tokenizer= becomes processing_class=.",
+        docs=(DOCS_SFT, DOCS_HF),
+        triggers=TRIGGERS,
+        example=Example(
+            before=(
+                "import os\n"
+                "import torch\n"
+                "from optimum.neuron import NeuronSFTTrainer\n\n"
+                "trainer = NeuronSFTTrainer(model, args=config, train_dataset=data, peft_config=lora)\n"
+            ),
+            after=(
+                "import os\n"
+                "import torch\n"
+                "from trl import SFTTrainer\n\n"
+                + STARTUP
+                + "trainer = SFTTrainer(model, args=config, train_dataset=data, peft_config=lora)\n"
+            ),
+        ),
+    )
+    targets = SFT_TRAINERS
+    calls, references = RenameRule.tables(SFT_TRAINERS, "rename_call")

@@ -1,0 +1,89 @@
+"""NM142: xmp.spawn / torch_xla.launch -> direct call, launched with torchrun"""
+
+from __future__ import annotations
+
+import os
+
+import libcst as cst
+
+from neuron_migrate.rules.base import REVIEW, Example, Rule, RuleMeta, register
+from neuron_migrate.rules.calls import arg_value, bind_args, receiver, spread_arguments
+from neuron_migrate.rules.xla_data.common import LAUNCHERS
+from neuron_migrate.rules.xla_step.common import DOCS_DISTRIBUTED
+
+
+@register
+class SpawnToTorchrun(Rule):
+    """``xmp.spawn(fn, args)`` / ``torch_xla.launch(fn, args)`` -> ``fn(<rank>, *args)`` in a
+    process started by ``torchrun`` (one per NeuronCore; Neuron torch.distributed guide)."""
+
+    meta = RuleMeta(
+        "NM142",
+        "xmp.spawn / torch_xla.launch -> direct call, launched with torchrun",
+        safety=REVIEW,
+        risks=frozenset({"launch"}),
+        summary=(
+            "The script no longer forks its workers: torchrun starts one process per NeuronCore and each "
+            "calls the worker function with its rank. `python script.py` still runs one process."
+        ),
+        docs=(DOCS_DISTRIBUTED,),
+        example=Example(
+            before=(
+                "import os\n\n"
+                "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+                "if __name__ == \"__main__\":\n"
+                "    xmp.spawn(_mp_fn, args=(flags,), nprocs=8)\n"
+            ),
+            after=(
+                "import os\n\n"
+                "if __name__ == \"__main__\":\n"
+                "    # neuron-migrate(NM142): launch with `torchrun --nproc_per_node=8 example.py` (one process per "
+                "NeuronCore); plain `python` runs one process\n"
+                "    _mp_fn(int(os.environ.get(\"RANK\", \"0\")), flags)\n"
+            ),
+        ),
+    )
+    calls = {name: "direct_call" for name in LAUNCHERS}
+
+    def direct_call(self, original: cst.Call, updated: cst.Call, qname: str):
+        params, variable = LAUNCHERS[qname]
+        args = bind_args(updated, params)
+        script = self._script()
+        line = self.ctx.statement_for_call.get(id(original))
+        fn = args["fn"].value if args and "fn" in args else None
+        if fn is None or isinstance(fn, cst.Lambda) or line is None or not isinstance(line.body[0], cst.Expr) or (
+            self._legacy_worker(original, params)
+        ):
+            self.ctx.manual(
+                original,
+                f"call the worker as `fn(int(os.environ.get(\"{variable}\", \"0\")), *args)` and launch with "
+                f"`torchrun --nproc_per_node=N {script}`",
+            )
+            return updated
+        os_module = self.ctx.require_import("os")
+        call_args = [f'int({os_module}.environ.get("{variable}", "0"))']
+        extra = spread_arguments(args.get("args"))
+        if extra:
+            call_args.append(extra)
+        self.ctx.review(
+            f"launch with `torchrun --nproc_per_node={self._processes(args)} {script}` (one process per NeuronCore); "
+            "plain `python` runs one process"
+        )
+        return self.ctx.expr(f"{receiver(fn)}({', '.join(call_args)})")
+
+    def _legacy_worker(self, original: cst.Call, params: tuple[str, ...]) -> bool:
+        """A worker that is itself a legacy API (``torch_xla.launch(xm.xla_device)``) is no program to call."""
+        args = bind_args(original, params)
+        fn = args.get("fn") if args else None
+        return fn is not None and any(name.startswith("torch_xla") for name in self.ctx.qualified_names(fn.value))
+
+    def _script(self) -> str:
+        name = os.path.basename(self.ctx.path)
+        return name if name.endswith(".py") and self.ctx.cell is None else "<script>.py"
+
+    @staticmethod
+    def _processes(args: dict[str, cst.Arg]) -> str:
+        if arg_value(args, "debug_single_process") is True:
+            return "1"
+        count = arg_value(args, "nprocs", single_token=True)
+        return str(count) if isinstance(count, int) and not isinstance(count, bool) else "N"

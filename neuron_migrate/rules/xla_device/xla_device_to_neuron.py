@@ -1,0 +1,58 @@
+"""NM101: XLA device -> torch.device("neuron")"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuron_migrate.rules.base import SAFE, Example, Rule, RuleMeta, register
+from neuron_migrate.rules.xla_device.common import (
+    DOCS_CHANGES,
+    DOCS_DISTRIBUTED,
+    DOCS_OLD_VS_NATIVE,
+    XLA_DEVICE_CALLS,
+    _BIND_CORE,
+    looks_distributed,
+    neuron_device_code,
+)
+
+
+@register
+class XlaDeviceToNeuron(Rule):
+    """``xm.xla_device()`` / ``torch_xla.device()`` -> ``torch.device("neuron")``.
+
+    The one official old-to-new snippet (``DOCS_OLD_VS_NATIVE``) shows exactly this replacement.
+    The docs do not settle whether a torchrun process must also select its own core
+    (DOCS_DISTRIBUTED uses the bare device), so in distributed files the edit asks for the
+    explicit ``torch.neuron.set_device`` that is right either way.
+    """
+
+    meta = RuleMeta(
+        "NM101",
+        'XLA device -> torch.device("neuron")',
+        safety=SAFE,
+        summary="The XLA device handle becomes the native neuron device; `devkind=` is dropped.",
+        docs=(DOCS_OLD_VS_NATIVE, DOCS_CHANGES, DOCS_DISTRIBUTED),
+        example=Example(
+            before=(
+                "import torch\n"
+                "import torch_xla.core.xla_model as xm\n\n"
+                "device = xm.xla_device()\n"
+                "model = model.to(device)\n"
+            ),
+            after=(
+                "import torch\n\n"
+                'device = torch.device("neuron")\n'
+                "model = model.to(device)\n"
+            ),
+        ),
+    )
+    calls = {qname: "to_neuron_device" for qname in XLA_DEVICE_CALLS}
+
+    def to_neuron_device(self, original: cst.Call, updated: cst.Call, qname: str):
+        text = neuron_device_code(self.ctx, updated, qname)
+        if text is None:
+            self.ctx.manual(original, 'arguments not understood; replace with torch.device("neuron", <index>)')
+            return updated
+        if looks_distributed(self.ctx):
+            self.ctx.review(_BIND_CORE)
+        return self.ctx.expr(text)

@@ -1,0 +1,76 @@
+"""NM130: xm.save() -> torch.save() on the writing rank"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, register
+from neuron_migrate.rules.calls import arg_value, bind_args
+from neuron_migrate.rules.tables.xla_distributed import XM
+from neuron_migrate.rules.xla_distributed.common import (
+    DOCS_CHANGES,
+    LEGACY_ARGUMENTS,
+    SAVE_CHECK,
+    SPACE,
+    DistributedRule,
+)
+
+
+@register
+class SaveToTorchSave(DistributedRule):
+    """xm.save(data, path, master_only=True, global_master=False) -> torch.save under a rank guard."""
+
+    meta = RuleMeta(
+        "NM130",
+        "xm.save() -> torch.save() on the writing rank",
+        safety=REVIEW,
+        risks=frozenset({"checkpoint-format"}),
+        summary=(
+            "xm.save wrote on each host's rank 0 by default (LOCAL_RANK), on global rank 0 with "
+            "global_master=True, on every rank with master_only=False, and moved tensors to CPU first."
+        ),
+        docs=(DOCS_CHANGES, "https://pytorch.org/docs/stable/generated/torch.save.html"),
+        example=Example(
+            before=(
+                "import torch_xla.core.xla_model as xm\n\n"
+                'xm.save(model.state_dict(), "checkpoint.pt")\n'
+            ),
+            after=(
+                "import os\n"
+                "import torch\n\n"
+                "# neuron-migrate(NM130): xm.save moved tensors to CPU first; load with "
+                '`map_location="cpu"` or save a CPU copy of the state\n'
+                'if int(os.environ.get("LOCAL_RANK", "0")) == 0:\n'
+                '    torch.save(model.state_dict(), "checkpoint.pt")\n'
+            ),
+        ),
+    )
+    calls = {f"{XM}.save": "to_torch_save"}
+    PARAMS = ("data", "file_or_path", "master_only", "global_master", "sync")
+
+    def to_torch_save(self, original: cst.Call, updated: cst.Call, qname: str):
+        fallback = 'write `torch.save(data, path)` under `if int(os.environ.get("LOCAL_RANK", "0")) == 0:`'
+        bound = bind_args(updated, self.PARAMS)
+        if bound is None or "data" not in bound or "file_or_path" not in bound:
+            return self.manual(original, updated, f"arguments not understood; {fallback}")
+        master_only = arg_value(bound, "master_only", True)
+        global_master = arg_value(bound, "global_master", False)
+        if type(master_only) is not bool or type(global_master) is not bool:
+            return self.manual(original, updated, f"computed master_only / global_master; {fallback} (or RANK)")
+        if self.shape(original) != ("bare", None):
+            return self.manual(original, updated, f"not a statement of its own; {fallback}")
+        if self.keeps_legacy_arguments(original, updated):
+            return self.manual(original, updated, LEGACY_ARGUMENTS)
+        data, path = bound["data"], bound["file_or_path"]
+        separator = data.comma if isinstance(data.comma, cst.Comma) else cst.Comma(whitespace_after=SPACE)
+        args = [
+            data.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT, comma=separator),
+            path.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT, comma=updated.args[-1].comma),
+        ]
+        call = updated.with_changes(func=self.ctx.expr(f"{self.torch}.save"), args=args)
+        self.ctx.review(SAVE_CHECK)
+        if not master_only:
+            # Every rank writes, as before; the path must differ per rank, as it had to.
+            return self.replace_with(original, [self.code_at(call, 0)])
+        var = "RANK" if global_master else "LOCAL_RANK"
+        return self.replace_with(original, [f"if {self.env_int(var)} == 0:", f"\t{self.code_at(call, 1)}"])

@@ -1,0 +1,194 @@
+"""NM128: process group backend "xla" -> "neuron"."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuron_migrate.migrate.walk import walk
+from neuron_migrate.rules.base import SAFE, Example, RuleMeta, register
+from neuron_migrate.rules.calls import bind_args, literal
+from neuron_migrate.rules.xla_data.common import LAUNCHERS
+from neuron_migrate.rules.xla_distributed.common import (
+    DOCS_DISTRIBUTED,
+    DOCS_TUTORIAL,
+    INIT_PROCESS_GROUP,
+    WORKER_INIT,
+    DistributedRule,
+    _bare_call,
+    _leads_function,
+)
+
+
+class _ProcessGroupPlan(cst.CSTVisitor):
+    """The workers started by xmp.spawn / torch_xla.launch (module-level functions) and the file's
+    own init_process_group calls, split into the "xla" ones this rule migrates and the others."""
+
+    def __init__(self, ctx) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.functions: dict[str, cst.FunctionDef] = {}
+        self.joining: set[str] = set()  # functions whose own body starts the "xla" process group
+        self.workers: dict[str, str] = {}  # worker name -> the launcher that started it
+        self.xla_inits: set[int] = set()
+        self.other_inits = 0
+        self.depth = 0
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self.depth == 0:
+            self.functions[node.name.value] = node
+            if isinstance(node.body, cst.IndentedBlock) and any(map(self._xla_init, node.body.body)):
+                self.joining.add(node.name.value)
+        self.depth += 1
+
+    def leave_FunctionDef(self, original: cst.FunctionDef) -> None:
+        self.depth -= 1
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        call = _bare_call(node)
+        if call is None:
+            return
+        launcher = self.ctx.any_qualified_name(call.func, LAUNCHERS.keys())
+        if launcher is not None:
+            args = bind_args(call, LAUNCHERS[launcher][0])
+            fn = args.get("fn") if args else None
+            if fn is not None and isinstance(fn.value, cst.Name):
+                self.workers[fn.value.value] = "torch_xla.launch" if "launch" in launcher else "xmp.spawn"
+        elif self._xla_init(node):
+            self.xla_inits.add(id(call))
+
+    def _xla_init(self, statement: cst.BaseStatement) -> bool:
+        call = _bare_call(statement)
+        return call is not None and bool(self.ctx.any_qualified_name(call.func, INIT_PROCESS_GROUP)) and (
+            _xla_backend(call)
+        )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.any_qualified_name(node.func, INIT_PROCESS_GROUP) and id(node) not in self.xla_inits:
+            self.other_inits += 1
+
+    def worker_defs(self) -> dict[int, str]:
+        """id(def) -> its launcher, for the workers that get the process group at their start: none
+        when the file initialises one some way this rule does not rewrite (its own backend), and not
+        for a worker that starts with its own init_process_group("xla")."""
+        if self.other_inits:
+            return {}
+        return {
+            id(self.functions[name]): launcher
+            for name, launcher in self.workers.items()
+            if name in self.functions and name not in self.joining
+        }
+
+
+def _xla_backend(call: cst.Call) -> bool:
+    bound = bind_args(call, XlaBackendToNeuron.PARAMS, other_keywords=True)
+    backend = literal(bound["backend"].value) if bound and "backend" in bound else None
+    return isinstance(backend, str) and backend.lower() == "xla"
+
+
+def process_group_plan(ctx) -> _ProcessGroupPlan:
+    if "process_group_plan" not in ctx.facts:
+        plan = _ProcessGroupPlan(ctx)
+        walk(ctx.module, plan)  # the facts gathered do not depend on the order of visits
+        ctx.facts["process_group_plan"] = plan
+    return ctx.facts["process_group_plan"]  # type: ignore[return-value]
+
+
+def initialises_process_group(ctx) -> bool:
+    """Whether the migrated file starts a process group (its own call, or one added for its workers)."""
+    plan = process_group_plan(ctx)
+    return bool(plan.xla_inits or plan.other_inits or plan.worker_defs())
+
+
+@register
+class XlaBackendToNeuron(DistributedRule):
+    """dist.init_process_group("xla", init_method="xla://" or "pjrt://") -> dist.init_process_group("neuron").
+
+    The workers of xmp.spawn / torch_xla.launch reduced gradients and ran collectives without any
+    process group; on TorchNeuron they need one, so the worker function starts by joining it (once:
+    the file's own "xla" init calls become guarded by ``dist.is_initialized()``).
+    """
+
+    meta = RuleMeta(
+        "NM128",
+        'process group backend "xla" -> "neuron"',
+        safety=SAFE,
+        risks=frozenset({"launch", "collectives"}),
+        summary=(
+            'TorchNeuron registers the "neuron" backend; under torchrun the default env:// init method '
+            "replaces xla:// and pjrt://, and the side-effect import of torch_xla.distributed.xla_backend goes. A worker "
+            "started by xmp.spawn / torch_xla.launch initialises the process group at its start when "
+            "torchrun launched it."
+        ),
+        docs=(DOCS_DISTRIBUTED, DOCS_TUTORIAL),
+        triggers=(b"init_process_group", b"torch_xla"),
+        example=Example(
+            before=(
+                "import torch.distributed as dist\n"
+                "import torch_xla.distributed.xla_backend\n\n"
+                'dist.init_process_group("xla", init_method="xla://")\n'
+            ),
+            after=(
+                "import torch.distributed as dist\n\n"
+                'dist.init_process_group("neuron")\n'
+            ),
+        ),
+    )
+    calls = {name: "to_neuron_backend" for name in INIT_PROCESS_GROUP}
+    PARAMS = ("backend", "init_method")
+    # init methods only the XLA runtime understands; torchrun's env:// is the default that replaces them
+    XLA_INIT_METHODS = ("xla://", "pjrt://")
+
+    def to_neuron_backend(self, original: cst.Call, updated: cst.Call, qname: str):
+        call = self._neuron_call(updated)
+        plan = process_group_plan(self.ctx)
+        if id(original) in plan.xla_inits and plan.worker_defs():
+            # The worker has joined the process group already when torchrun started it.
+            dist = self.dist
+            self.ctx.note("guarded: the worker function initialises the process group at its start")
+            return self.replace_with(original, [f"if not {dist}.is_initialized():", f"\t{self.code_at(call, 1)}"])
+        return call
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
+        launcher = process_group_plan(self.ctx).worker_defs().get(id(original))
+        if launcher is None or not isinstance(updated.body, cst.IndentedBlock):
+            return updated
+        os_module = self.ctx.require_import("os")
+        comment, *lines = (line.format(launcher=launcher, os=os_module, dist=self.dist) for line in WORKER_INIT)
+        text = "".join(line.replace("\t", self.indent) + "\n" for line in lines)
+        [guard] = self.ctx.statements(text)
+        guard = guard.with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(comment))])
+        body = list(updated.body.body)
+        position = 0
+        while position < len(body) and _leads_function(body[position], position):
+            position += 1
+        body.insert(position, guard)
+        self.ctx.note(f'the worker of {launcher} initialises the "neuron" process group when torchrun started it')
+        self.ctx.confirm_safe()
+        return updated.with_changes(body=updated.body.with_changes(body=body))
+
+    def _neuron_call(self, updated: cst.Call) -> cst.Call:
+        positional = [arg for arg in updated.args if arg.keyword is None and not arg.star]
+        args = list(updated.args)
+        changed = False
+        for index, arg in enumerate(args):
+            if arg.star:
+                continue
+            name = arg.keyword.value if arg.keyword else (self.PARAMS[index] if index < len(self.PARAMS) else None)
+            value = literal(arg.value)
+            if name == "backend" and isinstance(value, str) and value.lower() == "xla":
+                quote = arg.value.value[-1] if isinstance(arg.value, cst.SimpleString) else '"'
+                args[index] = arg.with_changes(value=cst.SimpleString(f"{quote}neuron{quote}"))
+                changed = True
+            elif name == "init_method" and isinstance(value, str) and value.startswith(self.XLA_INIT_METHODS):
+                if arg.keyword is None and len(positional) > 2:
+                    # Positional arguments follow: keep the slot, let env:// be the default.
+                    args[index] = arg.with_changes(value=cst.Name("None"))
+                else:
+                    args[index] = None
+                changed = True
+        if not changed:
+            return updated
+        keep = [arg for arg in args if arg is not None]
+        if keep and len(keep) != len(args):
+            keep[-1] = keep[-1].with_changes(comma=updated.args[-1].comma)
+        return updated.with_changes(args=keep)
