@@ -70,7 +70,7 @@ def test_bad_input_is_reported_and_left_untouched(plan, monkeypatch):
     def explode(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("neuron_migrate.rules.dockerfiles._check_image", explode)
+    monkeypatch.setattr("neuron_migrate.rules.dockerfiles.dispatch._check_image", explode)
     failed = rewrite("FROM base\nENV PJRT_DEVICE=NEURON\n", plan)
     assert failed.status == FAILED and "internal error" in failed.error
 

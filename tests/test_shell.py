@@ -234,12 +234,12 @@ def test_undecodable_bytes_fail_with_a_location(plan):
 
 
 def test_an_internal_error_fails_only_that_file(plan, monkeypatch):
-    from neuron_migrate.rules import launch_scripts
+    from neuron_migrate.rules.launch_scripts import dispatch  # where the shell hook calls it
 
     def boom(*args):
         raise RuntimeError("bug")
 
-    monkeypatch.setattr(launch_scripts, "apply_env_table", boom)
+    monkeypatch.setattr(dispatch, "apply_env_table", boom)
     outcome = rewrite_shell(b"export PJRT_DEVICE=NEURON\n", "run.sh", plan, False)
     assert outcome.status == FAILED and "internal error" in outcome.error and "bug" in outcome.error
 

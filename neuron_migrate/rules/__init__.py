@@ -1,5 +1,6 @@
-"""Rule families. Each module registers its rules on import; ``load_all`` imports them all, and the
-registry (:mod:`neuron_migrate.ruleapi.registry`) calls it the first time it is asked for a rule."""
+"""Rule families. Each family is a package with one module per rule (leftovers and notebooks are one
+module each); importing a family registers its rules. ``load_all`` imports them all, and the registry
+(:mod:`neuron_migrate.ruleapi.registry`) calls it the first time it is asked for a rule."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Row tables (see rules/rows.py), one module per rule family: the names a table can answer, with
-the text of their next steps. The family's rule module keeps only the rewrites that need code."""
+the text of their next steps. The family's rule modules keep only the rewrites that need code."""
 
 from __future__ import annotations
 
