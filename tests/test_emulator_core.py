@@ -81,6 +81,34 @@ def test_seeded_factories_equal_cpu():
     assert isinstance(torch.default_generator, torch.Generator)
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda device: torch.arange(5, device=device),
+        lambda device: torch.arange(3.0, device=device),
+        lambda device: torch.arange(2, 11, 3, device=device),
+        lambda device: torch.eye(3, 2, device=device),
+        lambda device: torch.linspace(0, 1, 4, device=device),
+        lambda device: torch.zeros(2, device=device).resize_(2, 3).fill_(1),
+        lambda device: torch.add(torch.ones(3, device=device), 1, out=torch.empty(0, device=device)),
+    ],
+    ids=["arange", "arange_float", "arange_step", "eye", "linspace", "resize_", "out_resized"],
+)
+def test_ops_that_resize_their_output_report_the_new_shape(make):
+    """Factories with a device run as an empty tensor filled by the op's ``out=`` form, which resizes it."""
+    on_cpu, on_neuron = make("cpu"), make("neuron")
+    assert on_neuron.shape == on_cpu.shape and on_neuron.stride() == on_cpu.stride()
+    assert torch.equal(on_neuron.cpu(), on_cpu) and torch.equal((on_neuron * 2).cpu(), on_cpu * 2)
+
+
+def test_a_resized_tensor_keeps_its_identity_and_autograd():
+    weight = torch.ones(3, device="neuron", requires_grad=True)
+    (weight * torch.arange(3, device="neuron")).sum().backward()
+    assert weight.grad.cpu().tolist() == [0.0, 1.0, 2.0]
+    compiled = torch.compile(lambda n: torch.arange(n, device="neuron") * 2, backend="neuron")
+    assert compiled(4).shape == (4,) and compiled(4).cpu().tolist() == [0, 2, 4, 6]
+
+
 def test_mixing_devices_raises_like_hardware():
     x = torch.ones(3, device="neuron")
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):

@@ -46,7 +46,7 @@ _PLAIN_TYPES = frozenset(
 class _Plan:
     """What the dispatch needs to know about one op, worked out at its first call."""
 
-    __slots__ = ("func", "run", "special", "returns_inputs", "plain", "plain_names", "mixed_ok")
+    __slots__ = ("func", "run", "special", "returns_inputs", "plain", "plain_names", "mixed_ok", "written")
 
     def __init__(self, func):
         schema = func._schema
@@ -61,6 +61,13 @@ class _Plan:
         self.plain = tuple(str(a.type) in _PLAIN_TYPES for a in schema.arguments if not a.kwarg_only)
         self.plain_names = frozenset(a.name for a in schema.arguments if str(a.type) in _PLAIN_TYPES)
         self.mixed_ok = func in _MIXED_DEVICE_OK
+        # tensor arguments the op writes (``out=``, ``self`` of ``resize_``): by position, or by name when
+        # keyword-only. Their payloads may come back with other sizes than their wrappers report.
+        self.written = tuple(
+            a.name if a.kwarg_only else i
+            for i, a in enumerate(schema.arguments)
+            if a.alias_info is not None and a.alias_info.is_write and str(a.type).startswith("Tensor")
+        )
 
 
 # keyed by id(): an OpOverload hashes in Python, which would cost more than the lookup itself
@@ -281,6 +288,8 @@ def _dispatch(func, args, kwargs):
     else:
         cpu_kwargs = None
         out = plan.run(*cpu_args)
+    if plan.written:
+        _follow_resizes(plan.written, args, kwargs)
     if not plan.returns_inputs:
         if type(out) is torch.Tensor:  # the commonest result: one new tensor
             return _new_wrapper(out, _state["device"])
@@ -295,6 +304,22 @@ def _dispatch(func, args, kwargs):
         for key, value in kwargs.items():
             _collect((value,), (cpu_kwargs[key],), originals)
     return _wrap(out, originals)
+
+
+def _follow_resizes(written, args, kwargs):
+    """An op that resizes a tensor it writes (``torch.arange(n, device=...)`` fills an empty ``out=``,
+    ``x.resize_(n)``) changed the payload only: the wrapper takes the payload's new sizes and strides, keeping
+    its identity, autograd state and version counter (``.data =`` is a shallow copy of the metadata)."""
+    for where in written:
+        if type(where) is int:
+            wrapper = args[where] if where < len(args) else None
+        else:
+            wrapper = kwargs.get(where) if kwargs else None
+        if type(wrapper) is not NeuronTensor:
+            continue
+        payload = wrapper._payload
+        if wrapper.shape != payload.shape or wrapper.stride() != payload.stride():
+            wrapper.data = _new_wrapper(payload, wrapper.device)
 
 
 def _handed_back(out, args, cpu_args, plain):
