@@ -181,7 +181,7 @@ def names_in(node: cst.CSTNode) -> set[str]:
 
 def imported_names(resolved: Mapping[cst.CSTNode, object], node: cst.CSTNode) -> set[str]:
     """The qualified names ``node`` has through an import, read from ``QualifiedNameProvider``
-    metadata resolved for the whole file (``ctx.wrapper.resolve(QualifiedNameProvider)``).
+    metadata or what stands in for it (``ctx.qualified``).
 
     Unlike ``FileContext.qualified_names`` it does not first check that the name's root was bound
     by an import of a module some rule handles, so it also answers for other modules.

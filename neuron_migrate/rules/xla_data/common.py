@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider, ScopeProvider
+from libcst.metadata import ScopeProvider
 
 from neuron_migrate.migrate.context import FileContext, code_of
 from neuron_migrate.rules.base import Rule
@@ -151,7 +151,7 @@ class FileIndex:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self.scopes = ctx.wrapper.resolve(ScopeProvider)
-        self.qnames = ctx.wrapper.resolve(QualifiedNameProvider)
+        self.qnames = ctx.qualified
         self.scan = _Scan()
         ctx.module.visit(self.scan)
         self.sites: dict[int, LoaderSite] = {}

@@ -6,7 +6,6 @@ import re
 from collections.abc import Sequence
 
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider
 
 from neuron_migrate import rules as rule_families
 from neuron_migrate.migrate.context import code_of
@@ -285,7 +284,7 @@ class _DdpFinder(cst.CSTVisitor):
 
     def __init__(self, ctx) -> None:
         super().__init__()
-        self.qnames = ctx.wrapper.resolve(QualifiedNameProvider)
+        self.qnames = ctx.qualified
         self.found = False
 
     def visit_Name(self, node: cst.Name) -> bool:
