@@ -176,6 +176,11 @@ class QualifiedNames:
             known = self._known[node] = scope.get_qualified_names_for(node) if scope is not None else set()
         return known or default
 
+    def imported(self, node: cst.CSTNode) -> set[str]:
+        """The qualified names ``node`` has through an import, for any module (no check that a rule
+        handles it: see ``FileContext.qualified_names`` for that)."""
+        return {q.name for q in self.get(node) if q.source is QualifiedNameSource.IMPORT}
+
 
 @dataclass
 class FileContext:
@@ -227,7 +232,7 @@ class FileContext:
         """Imported qualified names of ``node`` (local shadows and unknown names give nothing)."""
         if root_name(node) not in self.import_bound:
             return set()
-        return {q.name for q in self.qualified.get(node, ()) if q.source is QualifiedNameSource.IMPORT}
+        return self.qualified.imported(node)
 
     def _scan_bindings(self) -> None:
         """Sort the names bound by imports of interesting modules before any rule runs: only those

@@ -12,8 +12,6 @@ import ast
 from collections.abc import Mapping, Sequence
 
 import libcst as cst
-from libcst.metadata import QualifiedNameSource
-from libcst.metadata.base_provider import LazyValue
 
 from neuron_migrate.migrate.context import FileContext, code_of, root_name
 from neuron_migrate.rules.base import Rule
@@ -177,19 +175,6 @@ def name_nodes(node: cst.CSTNode) -> list[cst.Name]:
 def names_in(node: cst.CSTNode) -> set[str]:
     """The variable names ``node`` reads or binds (attribute and keyword names left out)."""
     return {name.value for name in name_nodes(node)}
-
-
-def imported_names(resolved: Mapping[cst.CSTNode, object], node: cst.CSTNode) -> set[str]:
-    """The qualified names ``node`` has through an import, read from ``QualifiedNameProvider``
-    metadata or what stands in for it (``ctx.qualified``).
-
-    Unlike ``FileContext.qualified_names`` it does not first check that the name's root was bound
-    by an import of a module some rule handles, so it also answers for other modules.
-    """
-    value = resolved.get(node, ())
-    if isinstance(value, LazyValue):
-        value = value()
-    return {q.name for q in value if q.source is QualifiedNameSource.IMPORT}
 
 
 # ----- where a call stands ---------------------------------------------------------------------

@@ -34,6 +34,9 @@ _MIXED_DEVICE_OK = {
     aten.set_.source_Storage_storage_offset,
 }
 
+# In-place ops that may change the shape of the tensor they write (besides every op's ``out=`` arguments).
+_RESIZING = frozenset({"aten::resize_", "aten::resize_as_"})
+
 # Argument types (as the op's schema prints them) whose values reach the CPU op unchanged: sizes, dims, flags,
 # numbers, dtypes, layouts and memory formats. Tensors, tensor lists and devices are unwrapped; so is any other
 # type, to be safe.
@@ -61,12 +64,16 @@ class _Plan:
         self.plain = tuple(str(a.type) in _PLAIN_TYPES for a in schema.arguments if not a.kwarg_only)
         self.plain_names = frozenset(a.name for a in schema.arguments if str(a.type) in _PLAIN_TYPES)
         self.mixed_ok = func in _MIXED_DEVICE_OK
-        # tensor arguments the op writes (``out=``, ``self`` of ``resize_``): by position, or by name when
-        # keyword-only. Their payloads may come back with other sizes than their wrappers report.
+        # tensor arguments the op may resize (``out=``, ``self`` of ``resize_``): by position, or by name when
+        # keyword-only. Their payloads may come back with other sizes than their wrappers report; a plain
+        # in-place op (``add_``) keeps its shape, so it pays nothing for this.
         self.written = tuple(
             a.name if a.kwarg_only else i
             for i, a in enumerate(schema.arguments)
-            if a.alias_info is not None and a.alias_info.is_write and str(a.type).startswith("Tensor")
+            if a.alias_info is not None
+            and a.alias_info.is_write
+            and str(a.type).startswith("Tensor")
+            and (a.kwarg_only or schema.name in _RESIZING)
         )
 
 

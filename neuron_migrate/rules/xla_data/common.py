@@ -9,7 +9,7 @@ from libcst.metadata import ScopeProvider
 
 from neuron_migrate.migrate.context import FileContext, code_of
 from neuron_migrate.rules.base import Rule
-from neuron_migrate.rules.calls import bind_args, first_argument, imported_names, is_plain_reference, names_in
+from neuron_migrate.rules.calls import bind_args, first_argument, is_plain_reference, names_in
 from neuron_migrate.rules.tables.xla_data import XMP
 from neuron_migrate.rules.xla_device.common import XLA_DEVICE_CALLS
 from neuron_migrate.rules.xla_step.common import source_text
@@ -189,7 +189,7 @@ class FileIndex:
     def _has(self, call: cst.Call, qname: str) -> bool:
         # Resolved straight from the metadata: the index may be built before the traversal has
         # reached every import of the file.
-        return qname in imported_names(self.qnames, call.func)
+        return qname in self.qnames.imported(call.func)
 
     # ----- building -----
     def _index_calls(self) -> None:

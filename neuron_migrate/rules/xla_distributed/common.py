@@ -10,7 +10,7 @@ import libcst as cst
 from neuron_migrate import rules as rule_families
 from neuron_migrate.migrate.context import code_of
 from neuron_migrate.rules.base import Rule, StatementReplacement
-from neuron_migrate.rules.calls import imported_names, literal, name_nodes, names_in
+from neuron_migrate.rules.calls import literal, name_nodes, names_in
 from neuron_migrate.rules.tables.xla_distributed import XM, XR
 
 NEURON_DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch"
@@ -299,7 +299,7 @@ class _DdpFinder(cst.CSTVisitor):
     def _check(self, node) -> None:
         if self.found:
             return
-        self.found = bool(imported_names(self.qnames, node) & DDP_NAMES)
+        self.found = bool(self.qnames.imported(node) & DDP_NAMES)
 
 
 # ----- NM130: xm.save --------------------------------------------------------------------------------------
