@@ -15,7 +15,7 @@ from libcst.metadata import MetadataWrapper, QualifiedNameSource, ScopeProvider
 
 from neuron_migrate.migrate.positions import code_and_ranges
 from neuron_migrate.report.model import INFO, MANUAL, REVIEW, SAFE, WARNING, Finding, Span
-from neuron_migrate.ruleapi import RuleMeta
+from neuron_migrate.ruleapi import Edit, RuleMeta
 from neuron_migrate.suppress import is_suppressed, suppressed_lines
 
 _EMPTY = cst.Module(body=[])
@@ -454,6 +454,19 @@ class FileContext:
         self._record(meta, node, message, MANUAL, applied=False, fix=fix, severity=INFO)
 
     # ----- engine side -----------------------------------------------------------------------
+    def take(self, edit: Edit):
+        """What a handler's :class:`~neuron_migrate.ruleapi.Edit` says of its change, noted for
+        ``finish_edit``; returns the replacement."""
+        note = self._note
+        note.message = edit.message or note.message
+        if edit.review:
+            note.review, note.safety = edit.review, REVIEW
+        elif edit.safe:
+            note.safety = SAFE
+        if edit.todo:
+            note.todo = edit.todo if edit.todo.startswith(EDIT_TODO_PREFIX) else EDIT_TODO_PREFIX + edit.todo
+        return edit.replacement
+
     def begin(self, meta: RuleMeta) -> None:
         self._rule = meta
         self._note = PendingNote()

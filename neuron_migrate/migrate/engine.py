@@ -17,7 +17,7 @@ from libcst.metadata import MetadataWrapper
 from neuron_migrate.migrate import imports as import_edits
 from neuron_migrate.migrate.context import FileContext, code_of, is_import_line, root_name, site_todo_rule
 from neuron_migrate.report.model import Finding, Span
-from neuron_migrate.ruleapi import Rule, RuleIndex, StatementReplacement, rule_with_role, rules_for, select_rules
+from neuron_migrate.ruleapi import Edit, Rule, RuleIndex, StatementReplacement, rule_with_role, rules_for, select_rules
 
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 # small statements whose value may be a call that a rule replaces as a whole statement
@@ -272,6 +272,8 @@ class MigrationTransformer(cst.CSTTransformer):
         ctx.begin(meta)
         try:
             result = getattr(self.instances[rule], method)(original, updated, *args)
+            if isinstance(result, Edit):
+                result = ctx.take(result)
             if result is updated and len(ctx.findings) == before and not ctx.answered_elsewhere:
                 return updated  # the rule had nothing to say about this node: the common case
             if isinstance(result, StatementReplacement):

@@ -22,7 +22,7 @@ from neuron_migrate.ruleapi.registry import (
     rules_for,
     select_rules,
 )
-from neuron_migrate.ruleapi.rule import Example, Rule, RuleMeta, StatementReplacement, ordered_risks, rule_dict
+from neuron_migrate.ruleapi.rule import Edit, Example, Rule, RuleMeta, StatementReplacement, ordered_risks, rule_dict
 
 __all__ = [
     "KIND_HOOKS",
@@ -30,6 +30,7 @@ __all__ = [
     "REVIEW",
     "ROLES",
     "SAFE",
+    "Edit",
     "Example",
     "Rule",
     "RuleIndex",

@@ -69,6 +69,32 @@ class StatementReplacement:
     fallback: str = ""
 
 
+@dataclass(frozen=True)
+class Edit:
+    """What a handler returns when it changes code: the replacement and what the report says of it.
+
+    ``replacement`` is the new node (or a :class:`StatementReplacement`). ``message`` describes the
+    edit (the rule title when empty). ``review`` asks a human to check it: the finding is reviewed
+    and a review marker goes next to it. ``safe`` says the edit is safe here though the rule is
+    usually reviewed. ``todo`` is work the edit leaves (a deleted setting whose effect must now come
+    from code): the finding is manual and a TODO marker with that next step goes next to it.
+
+    A handler that changes nothing returns the node it was given, after ``self.ctx.manual(...)`` or
+    ``self.ctx.report(...)`` when it has something to say; a bare node return is an edit with the
+    rule's own title and safety.
+    """
+
+    replacement: Any
+    message: str = ""
+    review: str = ""
+    safe: bool = False
+    todo: str = ""
+
+    def __post_init__(self) -> None:
+        if self.review and self.safe:
+            raise ValueError("an edit is either reviewed or confirmed safe, not both")
+
+
 class Rule:
     meta: ClassVar[RuleMeta]
     # qualified name -> name of the method that handles a call to it

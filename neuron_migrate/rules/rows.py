@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
-from neuron_migrate.rules.base import StatementReplacement
+from neuron_migrate.rules.base import Edit, StatementReplacement
 
 if TYPE_CHECKING:
     from neuron_migrate.migrate.context import FileContext
@@ -67,14 +67,10 @@ class Rename:
     answers_references: ClassVar[bool] = True
 
     def apply(self, ctx: FileContext, original: cst.CSTNode, updated: cst.CSTNode):
-        if self.note:
-            ctx.note(self.note)
-        if self.review:
-            ctx.review(self.review)
         new = ctx.expr(self._imported_name(ctx))
         if isinstance(original, cst.Call):
-            return updated.with_changes(func=new)
-        return new
+            new = updated.with_changes(func=new)
+        return Edit(new, message=self.note, review=self.review)
 
     def _imported_name(self, ctx: FileContext) -> str:
         home, _, name = self.target.rpartition(".")
@@ -108,11 +104,7 @@ class Remove:
         if not isinstance(original, cst.Call):
             ctx.manual(original, self.referenced)
             return updated
-        if self.note:
-            ctx.note(self.note)
-        if self.review:
-            ctx.review(self.review)
-        return StatementReplacement([], fallback=self.fallback)
+        return Edit(StatementReplacement([], fallback=self.fallback), message=self.note, review=self.review)
 
     def describe(self) -> str:
         return "the call is deleted" + (f"; a bare reference gets TODO: {self.referenced}" if self.referenced else "")
