@@ -23,6 +23,50 @@ _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 # small statements whose value may be a call that a rule replaces as a whole statement
 _CALL_STATEMENTS = (cst.Expr, cst.Assign, cst.AnnAssign, cst.Return)
 
+# What the traversal does with a node depends on its type only, so each type's part is worked out
+# once (LibCST's node bases are ABCs, whose isinstance checks cost more than the rest of a visit).
+_STATEMENT, _LINE, _SUITE, _IMPORT, _FSTRING, _CALL, _ATTRIBUTE, _NAME, _GUARD, _LINE_END, _BLOCK = (
+    1 << bit for bit in range(11)
+)
+_KIND_BASES = (
+    (_STATEMENT, _STATEMENTS),
+    (_LINE, cst.SimpleStatementLine),
+    (_SUITE, cst.SimpleStatementSuite),
+    (_IMPORT, (cst.Import, cst.ImportFrom)),
+    (_FSTRING, cst.FormattedString),
+    (_CALL, cst.Call),
+    (_ATTRIBUTE, cst.Attribute),
+    (_NAME, cst.Name),
+    # the statements a compatibility shim can be (see _is_shim)
+    (_GUARD, (cst.Try, cst.If)),
+    (_LINE_END, cst.TrailingWhitespace),
+    (_BLOCK, (cst.IndentedBlock, cst.Module)),
+)
+_KINDS: dict[type, int] = {}
+
+
+def _kind_of(node_type: type) -> int:
+    kind = _KINDS.get(node_type)
+    if kind is None:
+        kind = _KINDS[node_type] = sum(flag for flag, bases in _KIND_BASES if issubclass(node_type, bases))
+    return kind
+
+
+class _HookNames(dict):
+    """Node type -> the name of its ``visit_``/``leave_`` hook, spelled once per type."""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def __missing__(self, node_type: type) -> str:
+        name = self[node_type] = self.prefix + node_type.__name__
+        return name
+
+
+_VISIT_HOOK = _HookNames("visit_")
+_LEAVE_HOOK = _HookNames("leave_")
+
 
 class InternalError(Exception):
     """A rule produced code that does not parse; carries the rule ids that touched the file."""
@@ -135,61 +179,72 @@ class MigrationTransformer(cst.CSTTransformer):
         self.first_markers: list[str] = []
 
     # ----- traversal ---------------------------------------------------------------------------
+    # LibCST asks a transformer about every field of every node (``visit_<Node>_<field>`` hooks); the
+    # engine has none, and answering no straight away saves a tenth of a large file's time.
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        return None
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        return None
+
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, _STATEMENTS):
+        kind = _kind_of(type(node))
+        if kind & _STATEMENT:
             self.ctx.statement_stack.append(node)
             self.handled_before[id(node)] = len(self.handled_spans)
-            if isinstance(node, cst.SimpleStatementLine):
+            if kind & _LINE:
                 self._note_statement_calls(node)
-        elif isinstance(node, cst.SimpleStatementSuite):
+        elif kind & _SUITE:
             self._note_statement_calls(node)
-        if isinstance(node, (cst.Import, cst.ImportFrom)):
+        if kind & _IMPORT:
             self.import_depth += 1
             if not self.shims:
                 self.import_statements.append(self.ctx.statement_stack[-1])
-        elif isinstance(node, cst.FormattedString):
+        elif kind & _FSTRING:
             self.fstring_quotes.append(node.start[-1])
-        elif isinstance(node, cst.Call):
+        elif kind & _CALL:
             self.call_funcs.add(id(node.func))
-        elif isinstance(node, cst.Attribute):
+        elif kind & _ATTRIBUTE:
             self.inner_attrs.add(id(node.value))
             self._note_legacy(node)
-        elif isinstance(node, cst.Name):
+        elif kind & _NAME:
             self._note_legacy(node)
-        if self._is_shim(node):
+        if kind & _GUARD and self._is_shim(node):
             if not self.shims:
                 self._report_shim(node)
             self.shims.append(node)
-        for rule in self.index.hooks.get("visit_" + type(node).__name__, ()):
-            getattr(self.instances[rule], "visit_" + type(node).__name__)(node)
+        hook = _VISIT_HOOK[type(node)]
+        for rule in self.index.hooks.get(hook, ()):
+            getattr(self.instances[rule], hook)(node)
         return True
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
-        if isinstance(original, cst.TrailingWhitespace):
+        kind = _kind_of(type(original))
+        if kind & _LINE_END:
             return self._leave_line_end(original, updated)
         result = updated
-        if isinstance(original, cst.Call):
+        if kind & _CALL:
             result = self._dispatch(original, result, self.index.calls, original.func)
-        elif isinstance(original, (cst.Attribute, cst.Name)) and id(original) not in self.call_funcs:
+        elif kind & (_ATTRIBUTE | _NAME) and id(original) not in self.call_funcs:
             if self.import_depth == 0 and id(original) not in self.inner_attrs:
                 result = self._dispatch(original, result, self.index.references, original)
-        hook = "leave_" + type(original).__name__
+        hook = _LEAVE_HOOK[type(original)]
         for rule in self._hook_rules(hook, original):
             if not isinstance(result, cst.CSTNode) or type(result) is not type(original):
                 break
             result = self._apply(rule, hook, original, result)
-        if isinstance(original, (cst.Import, cst.ImportFrom)):
+        if kind & _IMPORT:
             self.import_depth -= 1
-        elif isinstance(original, cst.FormattedString):
+        elif kind & _FSTRING:
             self.fstring_quotes.pop()
         if self.shims and self.shims[-1] is original:
             self.shims.pop()
-        if isinstance(original, _STATEMENTS):
+        if kind & _STATEMENT:
             result = self._finish_statement(original, result)
             self.ctx.statement_stack.pop()
-        elif isinstance(original, cst.SimpleStatementSuite) and id(original) in self.stand_ins:
+        elif kind & _SUITE and id(original) in self.stand_ins:
             result = self._replace_in_suite(original, result)
-        elif isinstance(original, (cst.IndentedBlock, cst.Module)):
+        elif kind & _BLOCK:
             result = self._drop_deleted_lines(result)
             if isinstance(result, cst.Module) and not self.ctx.no_comments:
                 result = self._without_header_repeats(result)
