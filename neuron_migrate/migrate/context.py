@@ -9,16 +9,18 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, QualifiedNameSource, ScopeProvider
 
 from neuron_migrate.migrate.positions import code_and_ranges
 from neuron_migrate.report.model import INFO, MANUAL, REVIEW, SAFE, WARNING, Finding, Span
-from neuron_migrate.ruleapi import Edit, RuleMeta
+from neuron_migrate.ruleapi import Edit, Fact, Facts, RuleMeta
 from neuron_migrate.suppress import is_suppressed, suppressed_lines
 
 _EMPTY = cst.Module(body=[])
+T = TypeVar("T")
 
 
 # A TODO marker this tool writes: ``# TODO(neuron-migrate NM123): <next step>``.
@@ -198,6 +200,7 @@ class FileContext:
     existing_from_imports: dict[tuple[str, str], str] = field(default_factory=dict)
     module_names: set[str] = field(default_factory=set)
     facts: dict[str, object] = field(default_factory=dict)
+    _facts: Facts = field(default_factory=Facts)
     _suppressed: dict[int, frozenset[str] | None] = field(default_factory=dict)
     _note: PendingNote = field(default_factory=PendingNote)
     _rule: RuleMeta | None = None
@@ -226,6 +229,10 @@ class FileContext:
         self.qualified = QualifiedNames(self.wrapper.resolve(ScopeProvider))
         self._scan_imports()
         self._scan_bindings()
+
+    def fact(self, fact: Fact[T]) -> T:
+        """The file's value of a declared :class:`~neuron_migrate.ruleapi.Fact`, computed on first use."""
+        return self._facts.get(fact, self)
 
     # ----- name resolution -------------------------------------------------------------------
     def qualified_names(self, node: cst.CSTNode) -> set[str]:

@@ -9,6 +9,7 @@ rule modules.
 from __future__ import annotations
 
 from neuron_migrate.report.model import MANUAL, REVIEW, SAFE
+from neuron_migrate.ruleapi.facts import Fact, Facts
 from neuron_migrate.ruleapi.index import RuleIndex
 from neuron_migrate.ruleapi.registry import (
     KIND_HOOKS,
@@ -32,6 +33,8 @@ __all__ = [
     "SAFE",
     "Edit",
     "Example",
+    "Fact",
+    "Facts",
     "Rule",
     "RuleIndex",
     "RuleMeta",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.migrate.walk import walk
-from neuron_migrate.rules.base import SAFE, Example, RuleMeta, register
+from neuron_migrate.rules.base import SAFE, Example, Fact, RuleMeta, register
 from neuron_migrate.rules.calls import bind_args, literal
 from neuron_migrate.rules.xla_data.common import LAUNCHERS
 from neuron_migrate.rules.xla_distributed.common import (
@@ -85,12 +85,17 @@ def _xla_backend(call: cst.Call) -> bool:
     return isinstance(backend, str) and backend.lower() == "xla"
 
 
+def _plan_process_groups(ctx) -> _ProcessGroupPlan:
+    plan = _ProcessGroupPlan(ctx)
+    walk(ctx.module, plan)  # the facts gathered do not depend on the order of visits
+    return plan
+
+
+PROCESS_GROUP_PLAN = Fact("process_group_plan", _plan_process_groups)
+
+
 def process_group_plan(ctx) -> _ProcessGroupPlan:
-    if "process_group_plan" not in ctx.facts:
-        plan = _ProcessGroupPlan(ctx)
-        walk(ctx.module, plan)  # the facts gathered do not depend on the order of visits
-        ctx.facts["process_group_plan"] = plan
-    return ctx.facts["process_group_plan"]  # type: ignore[return-value]
+    return ctx.fact(PROCESS_GROUP_PLAN)
 
 
 def initialises_process_group(ctx) -> bool:
