@@ -82,7 +82,7 @@ def test_parse_error_is_reported_with_location_and_file_untouched(project):
     report = run([project / "pkg" / "broken.py"], load_config([project]), mode="write")
     [result] = report.files
     assert result.status == "failed"
-    assert result.error == "pkg/broken.py:2:5: syntax error: '(' was never closed"
+    assert result.error == "pkg/broken.py:2:5: syntax error: '(' was never closed; file left unchanged"
     assert (project / "pkg" / "broken.py").read_text() == "import torch_xla\nx = (\n"
     assert report.exit_code() == 2
 

@@ -15,9 +15,9 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, QualifiedNameSource, ScopeProvider
 
 from neuron_migrate.migrate.positions import code_and_ranges
-from neuron_migrate.report.model import INFO, MANUAL, REVIEW, SAFE, WARNING, Finding, Span
+from neuron_migrate.report.model import INFO, MANUAL, REVIEW, SAFE, Finding, Span
 from neuron_migrate.ruleapi import Edit, Fact, Facts, RuleMeta
-from neuron_migrate.suppress import is_suppressed, suppressed_lines
+from neuron_migrate.ruleapi.reporter import Reporter, marker_comment
 
 _EMPTY = cst.Module(body=[])
 T = TypeVar("T")
@@ -201,7 +201,6 @@ class FileContext:
     module_names: set[str] = field(default_factory=set)
     facts: dict[str, object] = field(default_factory=dict)
     _facts: Facts = field(default_factory=Facts)
-    _suppressed: dict[int, frozenset[str] | None] = field(default_factory=dict)
     _note: PendingNote = field(default_factory=PendingNote)
     _rule: RuleMeta | None = None
     # statement node id -> marker comment lines to attach when the engine leaves that statement
@@ -225,7 +224,8 @@ class FileContext:
         # The module's code and its nodes' positions, generated once: rules search the code, and it
         # is what an unchanged file prints back as.
         self.text, self._ranges = code_and_ranges(self.module)
-        self._suppressed = suppressed_lines(self.text)
+        self.reporter = Reporter(self.path, self.text, no_comments=self.no_comments, cell=self.cell)
+        self.reporter.findings = self.findings
         self.qualified = QualifiedNames(self.wrapper.resolve(ScopeProvider))
         self._scan_imports()
         self._scan_bindings()
@@ -443,7 +443,7 @@ class FileContext:
             self._record(meta, node, message, MANUAL, applied=False, fix=fix, suppressed=True)
             return
         self._record(meta, node, message, MANUAL, applied=False, fix=fix)
-        self._mark(f"# TODO(neuron-migrate {meta.id}): {message}")
+        self._mark(marker_comment(meta.id, MANUAL, message))
         self._tag_line(node, meta.id)
 
     @property
@@ -482,7 +482,7 @@ class FileContext:
         note = self._note
         if note.todo:
             self._record(meta, original, note.todo, MANUAL, applied=True, after=after, fix=note.todo)
-            self._mark(f"# TODO(neuron-migrate {meta.id}): {note.todo}")
+            self._mark(marker_comment(meta.id, MANUAL, note.todo))
             return
         safety = note.safety or meta.safety
         if safety == MANUAL:
@@ -493,7 +493,7 @@ class FileContext:
         fix = review if safety == REVIEW else ""
         self._record(meta, original, message, safety, applied=True, after=after, fix=fix)
         if safety == REVIEW:
-            self._mark(f"# neuron-migrate({meta.id}): {review}")
+            self._mark(marker_comment(meta.id, REVIEW, review))
 
     def record_dropped_marker(self, meta: RuleMeta, node: cst.CSTNode, comment: str) -> None:
         """A marker of an earlier run was removed above ``node``: the code it was about is gone."""
@@ -506,21 +506,20 @@ class FileContext:
         self._note = PendingNote()
 
     def is_suppressed(self, rule_id: str, node: cst.CSTNode) -> bool:
-        if not self._suppressed:
+        if not self.reporter.has_suppressions:
             return False
-        lines = set()
         span = self.span(node)
-        lines.update(range(span.line, span.end_line + 1))
+        lines = set(range(span.line, span.end_line + 1))
         if self.statement_stack:
             stmt = self.statement_stack[-1]
             stmt_span = self.span(stmt)
             lines.add(stmt_span.line)
             if isinstance(stmt, cst.SimpleStatementLine):
                 lines.add(stmt_span.end_line)
-        return is_suppressed(self._suppressed, rule_id, lines)
+        return self.reporter.suppresses(rule_id, lines)
 
     def record_suppressed(self, meta: RuleMeta, node: cst.CSTNode) -> None:
-        self._record(meta, node, f"{meta.title} (suppressed by comment)", meta.safety, applied=False, suppressed=True)
+        self.reporter.skipped(meta, self.span(node), self.code(node).strip())
 
     def _require_rule(self) -> RuleMeta:
         if self._rule is None:
@@ -528,22 +527,19 @@ class FileContext:
         return self._rule
 
     def _record(self, meta, node, message, safety, *, applied, after="", fix="", suppressed=False, severity="") -> None:
-        finding = Finding(
-            rule=meta.id,
-            message=message,
-            path=self.path,
-            span=self.span(node),
-            safety=safety,
+        before = self.code(node).strip()
+        self.reporter.add(
+            meta,
+            self.span(node),
+            message,
+            safety,
             applied=applied,
-            severity=severity or (INFO if applied else WARNING),
-            risks=tuple(sorted(meta.risks)),
-            before=self.code(node).strip(),
+            before=before,
             after=after.strip(),
             fix=fix,
-            cell=self.cell,
             suppressed=suppressed,
+            severity=severity,
         )
-        self.findings.append(finding.finalize())
 
     def _mark(self, comment: str) -> None:
         if self.no_comments or not self.statement_stack:

@@ -25,13 +25,13 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from neuron_migrate.migrate.shell import ShellEdits, ShellScript, apply_edits, rewrite_utf8_text
+from neuron_migrate.migrate.shell import ShellEdits, ShellScript, apply_edits
+from neuron_migrate.migrate.sources import Outcome, SourceError, decode_text, text_adapter
 from neuron_migrate.ruleapi import hooks_for
 from neuron_migrate.suppress import suppressed_lines
 
 if TYPE_CHECKING:
     from neuron_migrate.migrate.engine import RulePlan
-    from neuron_migrate.migrate.sources import Outcome
 
 __all__ = ["Dockerfile", "Instruction", "rewrite_dockerfile"]
 
@@ -45,7 +45,7 @@ _SCRIPT = re.compile(_HEREDOC.pattern + r"[ \t]*")
 _ESCAPE_DIRECTIVE = re.compile(r"#[ \t]*escape[ \t]*=[ \t]*`", re.IGNORECASE)
 
 
-class DockerfileError(ValueError):
+class DockerfileError(SourceError, ValueError):
     """A Dockerfile this adapter does not read the way Docker would."""
 
 
@@ -79,7 +79,7 @@ class Dockerfile:
     def parse(cls, text: str) -> Dockerfile:
         lines = _physical_lines(text)
         if any(_ESCAPE_DIRECTIVE.match(text[s:e]) for s, e in lines[:5]):
-            raise DockerfileError("1:1: the escape=` parser directive is not supported; file left unchanged")
+            raise DockerfileError("1:1: the escape=` parser directive is not supported")
         dockerfile = cls(text, _instructions(text, lines))
         dockerfile.view = _view(text, dockerfile.instructions)
         return dockerfile
@@ -261,9 +261,10 @@ def _as_instruction(
     return (start, end, "".join(lines), order)
 
 
+def _migrate_dockerfile(text: str, path: str, plan: RulePlan, no_comments: bool):
+    return migrate_dockerfile_text(text, path, plan, no_comments=no_comments)
+
+
 def rewrite_dockerfile(data: bytes, path: str, plan: RulePlan, no_comments: bool) -> Outcome:
-    """One Dockerfile. Never raises for a problem with the file: that becomes a failed outcome and
-    the file is left as it is."""
-    return rewrite_utf8_text(
-        data, path, lambda body: migrate_dockerfile_text(body, path, plan, no_comments=no_comments), (DockerfileError,)
-    )
+    """One Dockerfile, on the one outcome path (see sources.guarded)."""
+    return text_adapter(decode_text, _migrate_dockerfile)(data, path, plan, no_comments)

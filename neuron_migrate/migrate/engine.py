@@ -16,6 +16,7 @@ from libcst.metadata import MetadataWrapper
 
 from neuron_migrate.migrate import imports as import_edits
 from neuron_migrate.migrate.context import FileContext, code_of, is_import_line, root_name, site_todo_rule
+from neuron_migrate.migrate.sources import InternalError
 from neuron_migrate.report.model import Finding, Span
 from neuron_migrate.ruleapi import Edit, Rule, RuleIndex, StatementReplacement, rule_with_role, rules_for, select_rules
 
@@ -66,10 +67,6 @@ class _HookNames(dict):
 
 _VISIT_HOOK = _HookNames("visit_")
 _LEAVE_HOOK = _HookNames("leave_")
-
-
-class InternalError(Exception):
-    """A rule produced code that does not parse; carries the rule ids that touched the file."""
 
 
 @dataclass

@@ -35,18 +35,18 @@ from dataclasses import dataclass, field, replace
 from json.decoder import scanstring
 from typing import TYPE_CHECKING
 
-from neuron_migrate.migrate.sources import Outcome
+from neuron_migrate.migrate.sources import InternalError, Outcome, SourceError, guarded
 from neuron_migrate.migrate.write import split_lines, unified_diff
-from neuron_migrate.report.model import CHANGED, FAILED, MANUAL, UNCHANGED, WARNING, Finding, Span
+from neuron_migrate.report.model import CHANGED, MANUAL, UNCHANGED, Finding, Span
 from neuron_migrate.ruleapi import rule_with_role
-from neuron_migrate.suppress import is_suppressed, suppressed_lines
+from neuron_migrate.ruleapi.reporter import Reporter
 
 if TYPE_CHECKING:
     from neuron_migrate.migrate.engine import RulePlan
 
 
 
-class NotebookError(Exception):
+class NotebookError(SourceError):
     """A notebook that cannot be read, or written back, without losing something."""
 
 
@@ -596,21 +596,17 @@ def _set_aside(code: CodeCell, problem: tuple[int, int, str], plan: RulePlan, pa
     if rule is None:
         return
     text = _body(code.lines[line - 1]) if 0 < line <= len(code.lines) else ""
-    suppressed = suppressed_lines(code.cell.source)
-    finding = Finding(
-        rule=rule.meta.id,
-        message=rule.MESSAGE.format(where=f"{line}:{column}", problem=message),
-        path=path,
-        span=Span(line, column, line, column + 1),
-        safety=MANUAL,
+    reporter = Reporter(path, code.cell.source, cell=code.number)
+    finding = reporter.add(
+        rule.meta,
+        Span(line, column, line, column + 1),
+        rule.MESSAGE.format(where=f"{line}:{column}", problem=message),
+        MANUAL,
         applied=False,
-        severity=WARNING,
-        risks=tuple(sorted(rule.meta.risks)),
         before=text.strip(),
-        cell=code.number,
-        suppressed=is_suppressed(suppressed, rule.meta.id, {1, line}),
+        suppressed=reporter.suppresses(rule.meta.id, {1, line}),
     )
-    migration.findings.append(finding.finalize())
+    migration.findings.append(finding)
 
 
 def _in_cell(finding: Finding, path: str, number: int, line_of, column_of=None) -> Finding:
@@ -687,7 +683,7 @@ def _keep_alive(cells: list[CodeCell]) -> set[str]:
 def _python_pass(cells, names, path, plan, no_comments, migration: Migration) -> None:
     import libcst as cst
 
-    from neuron_migrate.migrate.engine import InternalError, migrate_python
+    from neuron_migrate.migrate.engine import migrate_python
 
     while True:
         live = [c for c in cells if c.mode == NAMESPACE]
@@ -1122,28 +1118,19 @@ def python_cells(data: bytes, path: str = "") -> list[tuple[int, str]]:
 
 
 def rewrite_notebook(data: bytes, path: str, plan: RulePlan, no_comments: bool) -> Outcome:
-    """One notebook. Never raises for a problem with the file: that becomes a failed outcome and
-    the notebook stays as it is."""
-    from neuron_migrate.migrate.engine import InternalError
-    from neuron_migrate.migrate.sources import _describe
+    """One notebook, on the one outcome path (see sources.guarded)."""
+    return guarded(path, lambda: _rewrite_notebook(data, path, plan, no_comments))
 
-    try:
-        notebook = read_notebook(data)
-        if not is_python_notebook(notebook.data):
-            return Outcome(UNCHANGED)
-        migration = migrate_notebook(notebook, path, plan, no_comments)
-        if not migration.sources:
-            return Outcome(UNCHANGED, None, migration.findings)
-        text = splice_sources(notebook, migration.sources)
-        check_splice(notebook, text, migration.sources)
-    except NotebookError as exc:
-        return Outcome(FAILED, error=_located(path, str(exc)))
-    except InternalError as exc:
-        return Outcome(FAILED, error=f"{path}: internal error, notebook left unchanged: {exc}")
-    except RecursionError:
-        return Outcome(FAILED, error=f"{path}: nested too deeply to parse; notebook left unchanged")
-    except Exception as exc:  # noqa: BLE001 - a bug in a rule must cost one file, not the whole run
-        return Outcome(FAILED, error=f"{path}: internal error, notebook left unchanged: {_describe(exc)}")
+
+def _rewrite_notebook(data: bytes, path: str, plan: RulePlan, no_comments: bool) -> Outcome:
+    notebook = read_notebook(data)
+    if not is_python_notebook(notebook.data):
+        return Outcome(UNCHANGED)
+    migration = migrate_notebook(notebook, path, plan, no_comments)
+    if not migration.sources:
+        return Outcome(UNCHANGED, None, migration.findings)
+    text = splice_sources(notebook, migration.sources)
+    check_splice(notebook, text, migration.sources)
     output = (codecs.BOM_UTF8 if notebook.bom else b"") + text.encode("utf-8")
     by_number = {cell.number: cell for cell in notebook.cells}
     diff = "".join(
@@ -1151,8 +1138,3 @@ def rewrite_notebook(data: bytes, path: str, plan: RulePlan, no_comments: bool) 
         for number, source in sorted(migration.sources.items())
     )
     return Outcome(CHANGED, output, migration.findings, diff=diff)
-
-
-def _located(path: str, message: str) -> str:
-    separator = ":" if message[:1].isdigit() else ": "
-    return f"{path}{separator}{message}"

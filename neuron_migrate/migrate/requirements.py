@@ -17,11 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from neuron_migrate.migrate.sources import Outcome, SourceError, encode
-from neuron_migrate.migrate.write import unified_diff
-from neuron_migrate.report.model import CHANGED, FAILED, INFO, MANUAL, SAFE, UNCHANGED, WARNING, Finding, Span
+from neuron_migrate.migrate.sources import SourceError, decode_text, text_adapter
+from neuron_migrate.report.model import SAFE, Span
 from neuron_migrate.ruleapi import hooks_for, rule_with_role
-from neuron_migrate.suppress import is_suppressed, suppressed_lines
+from neuron_migrate.ruleapi.reporter import Reporter, marker_text
 
 if TYPE_CHECKING:
     from neuron_migrate.migrate.engine import RulePlan
@@ -34,56 +33,20 @@ def _dependencies():
     return hooks_for("requirements")
 
 
-class _BadFile(Exception):
+class _BadFile(SourceError):
     """The file is not valid in its own format: reported, left untouched."""
 
 
-_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
-
-
-def _decode(data: bytes, cookie: bool) -> tuple[str, str]:
-    """Text and codec of a dependency file: UTF-8 (a BOM is kept), or the codec a coding comment
-    in its first two lines names when the format honours one (pip does for requirements files)."""
-    encoding = "utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8"
-    if cookie and encoding == "utf-8":
-        for line in data.splitlines()[:2]:
-            match = _CODING.match(line)
-            if match:
-                encoding = match.group(1).decode("ascii")
-                break
-    try:
-        return data.decode(encoding), encoding
-    except LookupError:
-        raise SourceError(f"1:1: unknown encoding {encoding!r} in the coding comment") from None
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise SourceError(
-            f"{line}:{column}: byte {data[exc.start]:#04x} is not valid {encoding}; re-save the file as UTF-8"
-        ) from None
-
-
 def _adapter(edit: Callable[[str, str, _FileEdit], str], cookie: bool = False):
-    """Wraps a text -> text edit into an adapter: decoding, the outcome, and no exception escaping
-    for a bad file (it fails alone and stays untouched)."""
+    """Wraps a text -> text edit into an adapter on the one outcome path (see sources.guarded)."""
 
-    def adapter(data: bytes, path: str, plan: RulePlan, no_comments: bool) -> Outcome:
-        try:
-            original, encoding = _decode(data, cookie)
-            state = _FileEdit(path, plan, no_comments, original)
-            text = edit(original, path, state)
-            state.findings.sort(key=lambda f: (f.span.line, f.span.column))
-            if text == original:
-                return Outcome(UNCHANGED, None, state.findings)
-            return Outcome(CHANGED, encode(text, encoding), state.findings, diff=unified_diff(original, text, path))
-        except SourceError as exc:
-            message = str(exc)
-            return Outcome(FAILED, error=f"{path}{':' if message[:1].isdigit() else ': '}{message}")
-        except _BadFile as exc:
-            return Outcome(FAILED, error=f"{path}:{exc}; file left unchanged")
-        except Exception as exc:  # noqa: BLE001 - a bug must cost one file, not the run
-            return Outcome(FAILED, error=f"{path}: internal error, file left unchanged: {type(exc).__name__}: {exc}")
+    def migrate(text: str, path: str, plan: RulePlan, no_comments: bool) -> tuple[str, list]:
+        state = _FileEdit(path, plan, no_comments, text)
+        new = edit(text, path, state)
+        state.findings.sort(key=lambda f: (f.span.line, f.span.column))
+        return new, state.findings
 
+    adapter = text_adapter(lambda data: decode_text(data, cookie), migrate)
     adapter.__name__ = f"rewrite_{edit.__name__.lstrip('_')}"
     adapter.__doc__ = edit.__doc__
     return adapter
@@ -100,13 +63,13 @@ class _FileEdit:
     plan: RulePlan
     no_comments: bool
     text: str
-    findings: list[Finding] = field(default_factory=list)
     changed: bool = False
 
     def __post_init__(self) -> None:
         self.metas = {rule.meta.id: rule.meta for rule in self.plan.index.rules}
         self.selected = frozenset(self.metas)
-        self.suppressed = suppressed_lines(self.text)
+        self.reporter = Reporter(self.path, self.text, no_comments=self.no_comments)
+        self.findings = self.reporter.findings
 
     def stack(self, requirements, index_urls: bool) -> Stack:
         return _dependencies().stack_of(requirements, index_urls=index_urls, selected=self.selected)
@@ -118,18 +81,9 @@ class _FileEdit:
         change = _dependencies().plan_change(requirement, stack)
         if change is None:
             return None
-        if is_suppressed(self.suppressed, change.rule, lines):
+        if self.reporter.suppresses(change.rule, lines):
             stack.present = known
-            meta = self.metas[change.rule]
-            self._add(
-                meta.id,
-                f"{meta.title} (suppressed by comment)",
-                span,
-                meta.safety,
-                False,
-                before=requirement.written,
-                suppressed=True,
-            )
+            self.reporter.skipped(self.metas[change.rule], span, requirement.written)
             return None
         return change
 
@@ -165,36 +119,16 @@ class _FileEdit:
     def wants(self, rule: str, lines: range, span: Span, before: str) -> bool:
         if rule not in self.selected:
             return False
-        if is_suppressed(self.suppressed, rule, lines):
-            meta = self.metas[rule]
-            self._add(
-                rule, f"{meta.title} (suppressed by comment)", span, meta.safety, False, before=before, suppressed=True
-            )
+        if self.reporter.suppresses(rule, lines):
+            self.reporter.skipped(self.metas[rule], span, before)
             return False
         return True
 
     def marker(self, rule: str, safety: str, text: str) -> str:
-        return f"TODO(neuron-migrate {rule}): {text}" if safety == MANUAL else f"neuron-migrate({rule}): {text}"
+        return marker_text(rule, safety, text)
 
-    def _add(self, rule, message, span, safety, applied, *, before="", after="", fix="", suppressed=False) -> None:
-        meta = self.metas[rule]
-        severity = WARNING if safety == MANUAL or not applied else INFO
-        self.findings.append(
-            Finding(
-                rule=rule,
-                message=message,
-                path=self.path,
-                span=span,
-                safety=safety,
-                applied=applied,
-                severity=severity,
-                risks=tuple(sorted(meta.risks)),
-                before=before,
-                after=after,
-                fix=fix,
-                suppressed=suppressed,
-            ).finalize()
-        )
+    def _add(self, rule, message, span, safety, applied, *, before="", after="", fix="") -> None:
+        self.reporter.add(self.metas[rule], span, message, safety, applied=applied, before=before, after=after, fix=fix)
 
 
 def _marker_lines(markers: list[str], indent: str, above: list[str], no_comments: bool) -> list[str]:

@@ -26,16 +26,15 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from neuron_migrate.migrate.write import unified_diff
-from neuron_migrate.report.model import CHANGED, FAILED, INFO, MANUAL, REVIEW, SAFE, UNCHANGED, WARNING, Finding, Span
+from neuron_migrate.migrate.sources import Outcome, decode_text, text_adapter
+from neuron_migrate.report.model import MANUAL, REVIEW, SAFE, Finding, Span
 from neuron_migrate.ruleapi import hooks_for
-from neuron_migrate.suppress import is_suppressed, suppressed_lines
+from neuron_migrate.ruleapi.reporter import Reporter, marker_comment
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from neuron_migrate.migrate.engine import RulePlan
-    from neuron_migrate.migrate.sources import Outcome
     from neuron_migrate.ruleapi import RuleMeta
 
 __all__ = ["ShellResult", "ShellScript", "migrate_shell_text", "rewrite_shell"]
@@ -896,9 +895,9 @@ class ShellEdits:
         self.selected = selected
         self.no_comments = no_comments
         self.cell = cell
-        self.findings: list[Finding] = []
+        self.reporter = Reporter(script.path, script.text, no_comments=no_comments, cell=cell)
+        self.findings = self.reporter.findings
         self.newline = "\r\n" if "\r\n" in script.text else "\n"
-        self._suppressed = suppressed_lines(script.text)
         self._item_ops: dict[ListKey, dict[int, str | None]] = {}
         self._deleted: dict[int, tuple[int, int, str]] = {}  # command index -> its edit
         self._edits: list[tuple[int, int, str, int]] = []  # (start, end, text, order)
@@ -913,17 +912,16 @@ class ShellEdits:
         return self.script.commands[index].items if kind == "command" else self.script.arrays[index].elements
 
     def suppressed(self, rule_id: str, *spans: tuple[int, int]) -> bool:
-        if not self._suppressed:
+        if not self.reporter.has_suppressions:
             return False
         lines = set()
         for start, end in spans:
             lines.update(range(self.script.line_of(start), self.script.line_of(max(start, end - 1)) + 1))
-        return is_suppressed(self._suppressed, rule_id, lines)
+        return self.reporter.suppresses(rule_id, lines)
 
     def suppress(self, lines: range, ids: frozenset[str] | None) -> None:
         """Treat ``lines`` (1-based) as carrying an ignore comment for ``ids`` (None: every rule)."""
-        for line in lines:
-            self._suppressed.setdefault(line, ids)
+        self.reporter.suppress(lines, ids)
 
     def remove(self, key: ListKey, index: int) -> None:
         self._item_ops.setdefault(key, {}).setdefault(index, REMOVE)
@@ -1011,30 +1009,18 @@ class ShellEdits:
         suppressed: bool = False,
         before: str = "",
     ) -> Finding:
-        finding = Finding(
-            rule=meta.id,
-            message=message,
-            path=self.script.path,
-            span=self.script.span(start, end),
-            safety=safety,
-            applied=applied,
-            severity=INFO if applied else WARNING,
-            risks=tuple(sorted(meta.risks)),
-            before=before or " ".join(self.script.text[start:end].split()),
-            after=after,
-            fix=fix,
-            cell=self.cell,
-            suppressed=suppressed,
-        ).finalize()
-        self.findings.append(finding)
-        return finding
+        before = before or " ".join(self.script.text[start:end].split())
+        span = self.script.span(start, end)
+        return self.reporter.add(
+            meta, span, message, safety, applied=applied, before=before, after=after, fix=fix, suppressed=suppressed
+        )
 
     def review(
         self, meta: RuleMeta, start: int, end: int, message: str, review: str, anchor: int, after: str = ""
     ) -> None:
         """An applied edit a human should check: the finding, and a marker above ``anchor``."""
         self.record(meta, start, end, message, REVIEW, applied=True, after=after, fix=review)
-        self.mark(anchor, f"# neuron-migrate({meta.id}): {review}")
+        self.mark(anchor, marker_comment(meta.id, REVIEW, review))
 
     def safe(self, meta: RuleMeta, start: int, end: int, message: str, after: str = "") -> None:
         self.record(meta, start, end, message, SAFE, applied=True, after=after)
@@ -1042,13 +1028,11 @@ class ShellEdits:
     def manual(self, meta: RuleMeta, start: int, end: int, message: str, anchor: int) -> None:
         """Nothing is changed: the finding, and a TODO marker with the next step above ``anchor``."""
         self.record(meta, start, end, message, MANUAL, applied=False, fix=message)
-        self.mark(anchor, f"# TODO(neuron-migrate {meta.id}): {message}")
+        self.mark(anchor, marker_comment(meta.id, MANUAL, message))
 
     def skip(self, meta: RuleMeta, start: int, end: int) -> None:
         """The rule would act here, but a suppression comment says no."""
-        self.record(
-            meta, start, end, f"{meta.title} (suppressed by comment)", meta.safety, applied=False, suppressed=True
-        )
+        self.reporter.skipped(meta, self.script.span(start, end), " ".join(self.script.text[start:end].split()))
 
     def adopt(self, body: tuple[int, int], inner: ShellEdits) -> None:
         """Take the edits and findings of ``inner``, the rules' pass over the heredoc ``body`` read as a
@@ -1228,50 +1212,13 @@ def migrate_shell_text(
     return ShellResult(edits.apply(), edits.findings)
 
 
-_BOM = "\ufeff"
+
+
+def _migrate_shell(text: str, path: str, plan: RulePlan, no_comments: bool) -> tuple[str, list[Finding]]:
+    result = migrate_shell_text(text, path, plan, no_comments=no_comments)
+    return result.text, result.findings
 
 
 def rewrite_shell(data: bytes, path: str, plan: RulePlan, no_comments: bool) -> Outcome:
-    """One shell script. Never raises for a problem with the file: that becomes a failed outcome
-    and the file is left as it is."""
-
-    def migrate(body: str) -> tuple[str, list[Finding]]:
-        result = migrate_shell_text(body, path, plan, no_comments=no_comments)
-        return result.text, result.findings
-
-    return rewrite_utf8_text(data, path, migrate)
-
-
-def rewrite_utf8_text(
-    data: bytes,
-    path: str,
-    migrate: Callable[[str], tuple[str, list[Finding]]],
-    refused: tuple[type[Exception], ...] = (),
-) -> Outcome:
-    """The outcome of ``migrate`` (text -> new text and findings) on a UTF-8 file, its BOM kept.
-    Undecodable bytes, a ``refused`` error (a file the format's reader will not take; its message
-    starts with the position) and a bug in a rule each become a failed outcome that leaves the file
-    as it is."""
-    from neuron_migrate.migrate.sources import Outcome
-
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        return Outcome(
-            FAILED, error=f"{path}:{line}:{column}: byte {data[exc.start]:#04x} is not valid UTF-8; file left unchanged"
-        )
-    try:
-        bom = _BOM if text.startswith(_BOM) else ""
-        body = text[len(bom) :]
-        new, findings = migrate(body)
-        if new == body:
-            return Outcome(UNCHANGED, None, findings)
-        return Outcome(CHANGED, (bom + new).encode("utf-8"), findings, diff=unified_diff(body, new, path))
-    except RecursionError:
-        return Outcome(FAILED, error=f"{path}: nested too deeply to parse; file left unchanged")
-    except refused as exc:
-        return Outcome(FAILED, error=f"{path}:{exc}")
-    except Exception as exc:  # noqa: BLE001 - a bug in a rule must cost one file, not the whole run
-        return Outcome(FAILED, error=f"{path}: internal error, file left unchanged: {type(exc).__name__}: {exc}")
+    """One shell script, on the one outcome path (see sources.guarded)."""
+    return text_adapter(decode_text, _migrate_shell)(data, path, plan, no_comments)

@@ -7,7 +7,9 @@ migration itself. Notebooks, shell scripts and requirement files plug in as furt
 
 from __future__ import annotations
 
+import codecs
 import io
+import re
 import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,7 +25,13 @@ UTF8_BOM = "utf-8-sig"
 
 
 class SourceError(Exception):
-    """A file that cannot be turned into text (or back) without losing something."""
+    """A file this tool will not rewrite: it cannot be turned into text (or back), its format's reader
+    refuses it, or it would not print back exactly. The message starts with ``line:col: `` when a place
+    is known; :func:`guarded` adds the path and says that the file was left unchanged."""
+
+
+class InternalError(Exception):
+    """A rule produced code that does not parse; carries the rule ids that touched the file."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,7 @@ class Outcome:
 
 
 def decode(data: bytes) -> Decoded:
+    """A Python module's text, in the encoding its PEP 263 cookie or BOM names."""
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
@@ -51,12 +60,36 @@ def decode(data: bytes) -> Decoded:
         # No newline translation: "\r\n" and "\r" reach the parser, which keeps them.
         return Decoded(data.decode(encoding), encoding)
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise SourceError(
-            f"{line}:{column}: byte {data[exc.start]:#04x} is not valid {encoding}; "
-            "add a coding declaration (e.g. `# -*- coding: latin-1 -*-`) or re-save the file as UTF-8"
-        ) from None
+        hint = "add a coding declaration (e.g. `# -*- coding: latin-1 -*-`) or re-save the file as UTF-8"
+        raise _undecodable(data, exc, encoding, hint) from None
+
+
+_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+
+
+def decode_text(data: bytes, cookie: bool = False) -> Decoded:
+    """The text of a shell script, Dockerfile or dependency file: UTF-8 (a BOM is kept), or, when the
+    format honours one (pip does for requirements files), the codec a coding comment in its first two
+    lines names."""
+    encoding = UTF8_BOM if data.startswith(codecs.BOM_UTF8) else "utf-8"
+    if cookie and encoding == "utf-8":
+        for line in data.splitlines()[:2]:
+            match = _CODING.match(line)
+            if match:
+                encoding = match.group(1).decode("ascii")
+                break
+    try:
+        return Decoded(data.decode(encoding), encoding)
+    except LookupError:
+        raise SourceError(f"1:1: unknown encoding {encoding!r} in the coding comment") from None
+    except UnicodeDecodeError as exc:
+        raise _undecodable(data, exc, encoding, "re-save the file as UTF-8") from None
+
+
+def _undecodable(data: bytes, exc: UnicodeDecodeError, encoding: str, hint: str) -> SourceError:
+    line = data.count(b"\n", 0, exc.start) + 1
+    column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+    return SourceError(f"{line}:{column}: byte {data[exc.start]:#04x} is not valid {encoding}; {hint}")
 
 
 def encode(text: str, encoding: str) -> bytes:
@@ -66,43 +99,82 @@ def encode(text: str, encoding: str) -> bytes:
         raise SourceError(f"the rewritten code cannot be encoded as {encoding}: {exc.reason}") from None
 
 
+def guarded(path: str, rewrite: Callable[[], Outcome]) -> Outcome:
+    """``rewrite()``'s outcome, or a failed one that leaves the file as it is: the one place where a
+    problem with a file, or a bug in a rule, becomes that file's error (it never ends the run)."""
+    try:
+        return rewrite()
+    except SourceError as exc:
+        return failed(path, str(exc))
+    except InternalError as exc:
+        return failed(path, f"internal error: {exc}")
+    except RecursionError:
+        return failed(path, "nested too deeply to parse")
+    except Exception as exc:  # noqa: BLE001 - a bug in a rule must cost one file, not the whole run
+        return failed(path, f"internal error: {_describe(exc)}")
+
+
+def failed(path: str, message: str) -> Outcome:
+    """``path:line:col: message; file left unchanged`` (no ``line:col`` when the message has none)."""
+    separator = ":" if message[:1].isdigit() else ": "
+    if "left unchanged" not in message:
+        message += "; file left unchanged"
+    return Outcome(FAILED, error=f"{path}{separator}{message}")
+
+
+def text_outcome(original: str, new: str, decoded: Decoded, findings: list[Finding], path: str) -> Outcome:
+    """Unchanged, or changed with the new bytes in the file's own encoding and the diff."""
+    if new == original:
+        return Outcome(UNCHANGED, None, findings)
+    return Outcome(CHANGED, encode(new, decoded.encoding), findings, diff=unified_diff(original, new, path))
+
+
+def text_adapter(decoder: Callable[[bytes], Decoded], migrate: Callable[[str, str, RulePlan, bool], tuple]) -> Adapter:
+    """An adapter for a text format: ``decoder`` reads the bytes (raising :class:`SourceError`),
+    ``migrate(text, path, plan, no_comments)`` gives the new text and the findings."""
+
+    def adapter(data: bytes, path: str, plan: RulePlan, no_comments: bool) -> Outcome:
+        def rewrite() -> Outcome:
+            decoded = decoder(data)
+            new, findings = migrate(decoded.text, path, plan, no_comments)
+            return text_outcome(decoded.text, new, decoded, findings, path)
+
+        return guarded(path, rewrite)
+
+    return adapter
+
+
 def rewrite_python(data: bytes, path: str, plan: RulePlan, no_comments: bool) -> Outcome:
-    """One Python module. Never raises for a problem with the file itself: that becomes a failed
-    outcome, and the file is left as it is."""
+    """One Python module."""
+    return guarded(path, lambda: _rewrite_python(data, path, plan, no_comments))
+
+
+def _rewrite_python(data: bytes, path: str, plan: RulePlan, no_comments: bool) -> Outcome:
     import libcst as cst
 
-    from neuron_migrate.migrate.engine import InternalError, migrate_python
+    from neuron_migrate.migrate.engine import migrate_python
 
+    source = decode(data)
     try:
-        source = decode(data)
         result = migrate_python(source.text, path, plan, no_comments=no_comments)
-        code = _keep_final_newline(source.text, result.code)
-        if code == source.text:
-            return Outcome(UNCHANGED, None, result.findings)
-        reproduced = _keep_final_newline(source.text, result.reproduced)
-        if reproduced != source.text:
-            if code == reproduced:
-                # Nothing was migrated: the only difference is what LibCST cannot reproduce.
-                return Outcome(UNCHANGED, None, result.findings)
-            if _strip_form_feeds(reproduced) != _strip_form_feeds(source.text):
-                return Outcome(FAILED, error=_lossy_message(path, source.text, reproduced))
-        diff = unified_diff(source.text, code, path)
-        return Outcome(CHANGED, encode(code, source.encoding), result.findings, diff=diff)
-    except SourceError as exc:
-        return Outcome(FAILED, error=_located(path, str(exc)))
     except cst.ParserSyntaxError as exc:
-        return Outcome(FAILED, error=syntax_error_message(path, source.text, exc))
-    except InternalError as exc:
-        return Outcome(FAILED, error=f"{path}: internal error, file left unchanged: {exc}")
-    except RecursionError:
-        return Outcome(FAILED, error=f"{path}: nested too deeply to parse; file left unchanged")
-    except Exception as exc:  # noqa: BLE001 - a bug in a rule must cost one file, not the whole run
-        return Outcome(FAILED, error=f"{path}: internal error, file left unchanged: {_describe(exc)}")
+        raise SourceError(syntax_error(source.text, exc)) from None
+    code = _keep_final_newline(source.text, result.code)
+    if code == source.text:
+        return Outcome(UNCHANGED, None, result.findings)
+    reproduced = _keep_final_newline(source.text, result.reproduced)
+    if reproduced != source.text:
+        if code == reproduced:
+            # Nothing was migrated: the only difference is what LibCST cannot reproduce.
+            return Outcome(UNCHANGED, None, result.findings)
+        if _strip_form_feeds(reproduced) != _strip_form_feeds(source.text):
+            raise SourceError(_lossy_message(source.text, reproduced))
+    return text_outcome(source.text, code, source, result.findings, path)
 
 
-def syntax_error_message(path: str, text: str, exc) -> str:
-    """``path:line:col: message``. Python's own parser words most errors better than LibCST's
-    ("'(' was never closed"), so it is asked first; LibCST's message stays for syntax only
+def syntax_error(text: str, exc) -> str:
+    """``line:col: syntax error: message``. Python's own parser words most errors better than
+    LibCST's ("'(' was never closed"), so it is asked first; LibCST's message stays for syntax only
     LibCST rejects."""
     import ast
 
@@ -110,11 +182,11 @@ def syntax_error_message(path: str, text: str, exc) -> str:
         ast.parse(text)
     except SyntaxError as py_exc:
         if py_exc.lineno:
-            return f"{path}:{py_exc.lineno}:{py_exc.offset or 1}: syntax error: {py_exc.msg}"
+            return f"{py_exc.lineno}:{py_exc.offset or 1}: syntax error: {py_exc.msg}"
     except (ValueError, RecursionError, MemoryError):
         pass
     message = exc.message.removeprefix("parser error: ")
-    return f"{path}:{exc.raw_line}:{exc.raw_column + 1}: syntax error: {message}"
+    return f"{exc.raw_line}:{exc.raw_column + 1}: syntax error: {message}"
 
 
 def _describe(exc: BaseException) -> str:
@@ -123,12 +195,6 @@ def _describe(exc: BaseException) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
     return f"{type(exc).__name__}: {exc}{where}"
-
-
-def _located(path: str, message: str) -> str:
-    # Decoding errors already start with "line:col: ".
-    separator = ":" if message[:1].isdigit() else ": "
-    return f"{path}{separator}{message}"
 
 
 def _keep_final_newline(original: str, code: str) -> str:
@@ -142,14 +208,14 @@ def _strip_form_feeds(text: str) -> str:
     return text.replace("\x0c", "")
 
 
-def _lossy_message(path: str, original: str, reproduced: str) -> str:
+def _lossy_message(original: str, reproduced: str) -> str:
     """LibCST 1.9 does not print every file back exactly (several indented comment lines after
     the last statement of a module, for one); a rewrite would silently drop that text, so the file
     is refused instead, pointing at the first line concerned."""
     old, new = split_lines(original), split_lines(reproduced)
     line = next((i for i, (a, b) in enumerate(zip(old, new), start=1) if a != b), min(len(old), len(new)) + 1)
     return (
-        f"{path}:{line}:1: the parser would not keep this line exactly (comments after the last "
+        f"{line}:1: the parser would not keep this line exactly (comments after the last "
         "statement of a block?), so the rewrite could lose it; file left unchanged: move or "
         "remove the text there and run again"
     )

@@ -8,13 +8,14 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import ScopeProvider
 
-from neuron_migrate.migrate.context import FileContext, code_of, suppressed_lines
+from neuron_migrate.migrate.context import FileContext, code_of
 from neuron_migrate.migrate.imports import is_shim
 from neuron_migrate.rules import hf_fields as hf
 from neuron_migrate.rules.base import Rule, StatementReplacement
 from neuron_migrate.rules.calls import UNKNOWN, keyword_arg, literal, new_keyword
 from neuron_migrate.rules.optimum_names import optimum_names, with_methods
 from neuron_migrate.rules.xla_step.common import with_args
+from neuron_migrate.suppress import suppressed_lines
 
 DOCS_HF_NATIVE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/torchneuron-resources.html"
 DOCS_WHAT_CHANGES = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"

@@ -1,0 +1,106 @@
+"""What every file kind says about its rules' work, said one way: findings, marker texts, suppression.
+
+Python modules, notebook cells, shell scripts, Dockerfiles and requirement files place their markers
+differently (above a statement, above a command, above a requirement line), but what a finding holds,
+what a marker reads, which comments silence a rule and the severity of each outcome are the same for
+all of them, and are decided here. Each kind's context holds one :class:`Reporter` for its file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from neuron_migrate.report.model import INFO, MANUAL, WARNING, Finding, Span
+from neuron_migrate.ruleapi.rule import RuleMeta
+from neuron_migrate.suppress import is_suppressed, suppressed_lines
+
+SUPPRESSED = "{title} (suppressed by comment)"
+
+
+def marker_text(rule_id: str, safety: str, text: str) -> str:
+    """The comment, without its ``#``, that goes next to a site: a TODO with the next step for work
+    left to a human, a review note for an edit a human should check."""
+    if safety == MANUAL:
+        return f"TODO(neuron-migrate {rule_id}): {text}"
+    return f"neuron-migrate({rule_id}): {text}"
+
+
+def marker_comment(rule_id: str, safety: str, text: str) -> str:
+    return "# " + marker_text(rule_id, safety, text)
+
+
+def severity_of(applied: bool) -> str:
+    """An edit made is information; a site left for a human is a warning. (The audit raises legacy
+    sites to errors itself; a report-only note passes its own severity.)"""
+    return INFO if applied else WARNING
+
+
+class Reporter:
+    """The findings of one file (or notebook cell) and the suppression comments it carries."""
+
+    __slots__ = ("path", "cell", "no_comments", "findings", "_suppressed")
+
+    def __init__(self, path: str, text: str, *, no_comments: bool = False, cell: int | None = None) -> None:
+        self.path = path
+        self.cell = cell
+        self.no_comments = no_comments
+        self.findings: list[Finding] = []
+        self._suppressed = suppressed_lines(text)
+
+    # -- suppression ---------------------------------------------------------------------------------
+    @property
+    def has_suppressions(self) -> bool:
+        """Whether the file has any ignore comment (most have none: no line sets to build)."""
+        return bool(self._suppressed)
+
+    def suppresses(self, rule_id: str, lines: Iterable[int]) -> bool:
+        """Whether an ignore comment on one of ``lines`` (1-based) silences ``rule_id``."""
+        return self.has_suppressions and is_suppressed(self._suppressed, rule_id, lines)
+
+    def suppress(self, lines: Iterable[int], ids: frozenset[str] | None) -> None:
+        """Treat ``lines`` as carrying an ignore comment for ``ids`` (None: every rule)."""
+        for line in lines:
+            self._suppressed.setdefault(line, ids)
+
+    # -- findings ------------------------------------------------------------------------------------
+    def add(
+        self,
+        meta: RuleMeta,
+        span: Span,
+        message: str,
+        safety: str,
+        *,
+        applied: bool,
+        before: str,
+        after: str = "",
+        fix: str = "",
+        suppressed: bool = False,
+        severity: str = "",
+    ) -> Finding:
+        finding = Finding(
+            rule=meta.id,
+            message=message,
+            path=self.path,
+            span=span,
+            safety=safety,
+            applied=applied,
+            severity=severity or severity_of(applied),
+            risks=tuple(sorted(meta.risks)),
+            before=before,
+            after=after,
+            fix=fix,
+            cell=self.cell,
+            suppressed=suppressed,
+        ).finalize()
+        self.findings.append(finding)
+        return finding
+
+    def skipped(self, meta: RuleMeta, span: Span, before: str) -> Finding:
+        """The rule would act here, but a suppression comment says no."""
+        return self.add(
+            meta, span, SUPPRESSED.format(title=meta.title), meta.safety, applied=False, before=before, suppressed=True
+        )
+
+    def marker(self, rule_id: str, safety: str, text: str) -> str | None:
+        """The marker comment for a site, or None under ``--no-comments``."""
+        return None if self.no_comments else marker_comment(rule_id, safety, text)
