@@ -128,6 +128,30 @@ def test_a_legacy_import_shadowed_by_a_local_name_is_still_removed(migrate):
     assert 'DEVICE = torch.device("neuron")' in result.code
 
 
+def test_a_legacy_import_read_in_one_scope_keeps_every_import_of_that_name(migrate):
+    # The unused import at the top and the read one in the function bind one name; the removal goes by
+    # name, so neither goes (a later run, once the function is migrated, removes both).
+    source = (
+        "import torch_xla.core.xla_model as xm\n\n"
+        "xm = None\n\n\n"
+        "def ordinal():\n"
+        "    import torch_xla.core.xla_model as xm\n\n"
+        "    return xm.get_ordinal\n"
+    )
+    code = migrate(source).code
+    assert code.count("import torch_xla.core.xla_model as xm") == 2
+
+
+def test_a_legacy_import_read_only_in_a_string_annotation_is_kept(migrate):
+    source = (
+        "from torch_xla.distributed.parallel_loader import MpDeviceLoader\n\n"
+        "MpDeviceLoader = None\n\n\n"
+        'def wrap(loader: "MpDeviceLoader"):\n'
+        "    return loader\n"
+    )
+    assert "from torch_xla.distributed.parallel_loader import MpDeviceLoader" in migrate(source).code
+
+
 def test_a_legacy_import_listed_in_all_is_kept(migrate):
     source = (
         "from torch_xla.core.xla_model import xla_device\n\n"

@@ -7,8 +7,7 @@ Only imports of legacy modules are ever removed: the tool does not tidy the user
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, ScopeProvider
-from libcst.metadata.scope_provider import ImportAssignment
+from libcst.metadata import MetadataWrapper
 
 from neuron_migrate.migrate.context import code_of
 from neuron_migrate.migrate.walk import walk
@@ -136,18 +135,37 @@ class _NameUses:
 
 
 def _unread_import_names(module: cst.Module) -> set[str]:
-    bound: set[str] = set()
-    read: set[str] = set()
-    scopes = MetadataWrapper(module).resolve(ScopeProvider)
-    for scope in {s for s in scopes.values() if s is not None}:
-        for assignment in scope.assignments:
-            if isinstance(assignment, ImportAssignment):
-                # "import a.b.c" binds "a", recorded as assignments to "a", "a.b" and "a.b.c".
-                name = assignment.name.split(".")[0]
-                bound.add(name)
-                if assignment.references:
-                    read.add(name)
-    return bound - read
+    """Names bound by imports that no read resolves to, by LibCST's own unused-import analysis
+    (scopes, string annotations, ``__all__``). It costs about 20 times the name scan (a scope and
+    qualified-name pass over the rewritten module, measured on the real-code corpus), so it only
+    settles the names the scan cannot."""
+    from libcst.codemod import CodemodContext
+    from libcst.codemod.visitors import GatherUnusedImportsVisitor
+
+    wrapper = MetadataWrapper(module)
+    wrapper.resolve_many(GatherUnusedImportsVisitor.get_inherited_dependencies())
+    gatherer = GatherUnusedImportsVisitor(CodemodContext(wrapper=wrapper))
+    wrapper.visit(gatherer)
+    unused = {id(alias) for alias, _ in gatherer.unused_imports}
+    aliases = _ImportAliases()
+    walk(wrapper.module, aliases)
+    # The remover goes by name: a name some import binds and a read reaches stays.
+    read = {_bound_name(alias) for alias in aliases.found if id(alias) not in unused}
+    return {_bound_name(alias) for alias in aliases.found if id(alias) in unused} - read
+
+
+class _ImportAliases(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found: list[cst.ImportAlias] = []
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> bool:
+        self.found.append(node)
+        return False
+
+
+def _bound_name(alias: cst.ImportAlias) -> str:
+    # "import a.b.c" binds "a"; "import a.b as c" and "from a import b" bind what they name.
+    return alias.evaluated_alias or alias.evaluated_name.split(".")[0]
 
 
 # The nodes an import statement can sit under: the remover descends into these only, since
