@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.rules.base import SAFE, Example, Rule, RuleMeta, register
+from neuron_migrate.rules.base import SAFE, Edit, Example, Rule, RuleMeta, register
 from neuron_migrate.rules.calls import bind_args, keyword_arg, literal
 from neuron_migrate.rules.xla_amp.common import (
     AUTOCAST_PARAMS,
@@ -105,9 +105,7 @@ class AutocastToNeuron(Rule):
             default = "float16" if notes else "bfloat16"
             notes.append(_CUDA_DTYPE_ADDED if notes else _DTYPE_ADDED)
             dtype = cst.Arg(self.ctx.expr(f"{torch}.{default}"))
-        if notes:
-            self.ctx.review("; ".join(notes))
         rest = [keyword_arg(arg, name) for name, arg in bound.items() if name not in (device_param, "dtype")]
         args = _respaced([device_type, keyword_arg(dtype, "dtype"), *rest], updated.args)
         func = self.ctx.expr(f"{torch}.autocast") if legacy or cuda else updated.func
-        return updated.with_changes(func=func, args=args)
+        return Edit(updated.with_changes(func=func, args=args), review="; ".join(notes))

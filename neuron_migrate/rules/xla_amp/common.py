@@ -6,6 +6,7 @@ import re
 
 import libcst as cst
 
+from neuron_migrate.rules.base import Fact
 from neuron_migrate.rules.xla_device.common import AUTOCAST_CALLS
 
 DOCS_CHANGES = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
@@ -70,7 +71,8 @@ GRAD_SCALERS = (
 )
 
 
+USES_TORCH_XLA = Fact("uses_torch_xla", lambda ctx: "torch_xla" in ctx.text)
+
+
 def _uses_torch_xla(ctx) -> bool:
-    if "uses_torch_xla" not in ctx.facts:
-        ctx.facts["uses_torch_xla"] = "torch_xla" in ctx.text
-    return bool(ctx.facts["uses_torch_xla"])
+    return ctx.fact(USES_TORCH_XLA)

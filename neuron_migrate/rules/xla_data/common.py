@@ -8,7 +8,7 @@ import libcst as cst
 from libcst.metadata import ScopeProvider
 
 from neuron_migrate.migrate.context import FileContext, code_of
-from neuron_migrate.rules.base import Rule
+from neuron_migrate.rules.base import Edit, Fact, Rule
 from neuron_migrate.rules.calls import bind_args, first_argument, is_plain_reference, names_in
 from neuron_migrate.rules.tables.xla_data import XMP
 from neuron_migrate.rules.xla_device.common import XLA_DEVICE_CALLS
@@ -344,13 +344,18 @@ class FileIndex:
         return all(name in scope or name in added for name in names_in(cst.parse_expression(code)))
 
 
+def _build_file_index(ctx: FileContext) -> FileIndex | None:
+    text = source_text(ctx)
+    relevant = any(word in text for word in ("MpDeviceLoader", "ParallelLoader", "MpSerialExecutor"))
+    return FileIndex(ctx) if relevant else None
+
+
+FILE_INDEX = Fact("xla_data", _build_file_index)
+
+
 def file_index(ctx: FileContext) -> FileIndex | None:
     """The file's loader index, built on first use and only for files that mention a loader."""
-    if "xla_data" not in ctx.facts:
-        text = source_text(ctx)
-        relevant = any(word in text for word in ("MpDeviceLoader", "ParallelLoader", "MpSerialExecutor"))
-        ctx.facts["xla_data"] = FileIndex(ctx) if relevant else None
-    return ctx.facts["xla_data"]  # type: ignore[return-value]
+    return ctx.fact(FILE_INDEX)
 
 
 # ----- small helpers ---------------------------------------------------------------------------
@@ -459,8 +464,8 @@ class _DeviceLoaderRule(Rule):
             self.ctx.manual(original, UNCLEAR_LOOP_MESSAGE.format(example=example, loader=self.LOADER))
             return updated
         note = DEFAULT_DEVICE_NOTE.format(loader=self.LOADER) if device == NEURON_DEVICE else ""
-        self.ctx.review(LOOP_MESSAGE.format(loader=self.LOADER) + note)
-        return _insert_first(updated, cst.parse_statement(plan.statement(device)))
+        moved = _insert_first(updated, cst.parse_statement(plan.statement(device)))
+        return Edit(moved, review=LOOP_MESSAGE.format(loader=self.LOADER) + note)
 
     def _site_message(self, site: LoaderSite | None, device: str) -> str:
         index = file_index(self.ctx)

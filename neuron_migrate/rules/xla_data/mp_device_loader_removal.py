@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.migrate.context import code_of
-from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, RuleMeta, register
 from neuron_migrate.rules.calls import bind_args
 from neuron_migrate.rules.xla_data.common import (
     DOCS_WHAT_CHANGES,
@@ -68,5 +68,5 @@ class MpDeviceLoaderRemoval(_DeviceLoaderRule):
         device = code_of(args["device"].value) if "device" in args else ""
         if site is not None:
             site.device_code = device
-        self.ctx.review(self._site_message(site, device) + _self_assignment(site, args["loader"].value))
-        return args["loader"].value
+        message = self._site_message(site, device) + _self_assignment(site, args["loader"].value)
+        return Edit(args["loader"].value, review=message)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.rules.base import REVIEW, Example, Rule, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, Rule, RuleMeta, register
 from neuron_migrate.rules.calls import bind_args
 from neuron_migrate.rules.tables.xla_data import XMP
 from neuron_migrate.rules.xla_step.common import DOCS_DISTRIBUTED
@@ -35,13 +35,11 @@ class MpModelWrapperRemoval(Rule):
         ),
     )
     calls = {f"{XMP}.MpModelWrapper": "unwrap"}
+    UNWRAPPED = "MpModelWrapper removed: each torchrun process builds its own model; keep moving it with `.to(device)`"
 
     def unwrap(self, original: cst.Call, updated: cst.Call, qname: str):
         args = bind_args(updated, ("model",))
         if args is None or "model" not in args:
             self.ctx.manual(original, "use the model itself and move it with `.to(device)`")
             return updated
-        self.ctx.review(
-            "MpModelWrapper removed: each torchrun process builds its own model; keep moving it with `.to(device)`"
-        )
-        return args["model"].value
+        return Edit(args["model"].value, review=self.UNWRAPPED)

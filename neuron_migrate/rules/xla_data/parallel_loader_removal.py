@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.migrate.context import code_of
-from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, RuleMeta, register
 from neuron_migrate.rules.calls import bind_args
 from neuron_migrate.rules.xla_data.common import (
     DOCS_WHAT_CHANGES,
@@ -78,8 +78,7 @@ class ParallelLoaderRemoval(_DeviceLoaderRule):
         target = self.scan_target(original)
         if target and target == code_of(args["loader"].value):
             message += NO_OP_NOTE
-        self.ctx.review(message)
-        return args["loader"].value
+        return Edit(args["loader"].value, review=message)
 
     def scan_target(self, call: cst.Call) -> str:
         index = file_index(self.ctx)
@@ -101,5 +100,4 @@ class ParallelLoaderRemoval(_DeviceLoaderRule):
                 return updated
             plain = args["loader"].value
         site.device_code = code_of(updated.args[0].value) if updated.args else ""
-        self.ctx.review(self._site_message(site, site.device_code) + _self_assignment(site, plain))
-        return plain
+        return Edit(plain, review=self._site_message(site, site.device_code) + _self_assignment(site, plain))

@@ -6,7 +6,7 @@ import os
 
 import libcst as cst
 
-from neuron_migrate.rules.base import REVIEW, Example, Rule, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, Rule, RuleMeta, register
 from neuron_migrate.rules.calls import arg_value, bind_args, receiver, spread_arguments
 from neuron_migrate.rules.xla_data.common import LAUNCHERS
 from neuron_migrate.rules.xla_step.common import DOCS_DISTRIBUTED
@@ -65,11 +65,11 @@ class SpawnToTorchrun(Rule):
         extra = spread_arguments(args.get("args"))
         if extra:
             call_args.append(extra)
-        self.ctx.review(
+        review = (
             f"launch with `torchrun --nproc_per_node={self._processes(args)} {script}` (one process per NeuronCore); "
             "plain `python` runs one process"
         )
-        return self.ctx.expr(f"{receiver(fn)}({', '.join(call_args)})")
+        return Edit(self.ctx.expr(f"{receiver(fn)}({', '.join(call_args)})"), review=review)
 
     def _legacy_worker(self, original: cst.Call, params: tuple[str, ...]) -> bool:
         """A worker that is itself a legacy API (``torch_xla.launch(xm.xla_device)``) is no program to call."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.rules.base import MANUAL, Example, Rule, RuleMeta, StatementReplacement, register
+from neuron_migrate.rules.base import MANUAL, Edit, Example, Rule, RuleMeta, StatementReplacement, register
 from neuron_migrate.rules.calls import name_nodes
 from neuron_migrate.rules.tables.xla_debug import PROFILER, PROFILER_MODULE, PROFILE_STEPS, ROWS
 from neuron_migrate.rules.xla_debug.common import DOCS_PROFILER, DOCS_RESOURCES
@@ -52,8 +52,7 @@ class XlaProfilerManual(Rule):
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
         if id(original) not in self.unused_servers:
             return updated
-        self.ctx.todo(f"profiler server: {PROFILE_STEPS}")
-        return StatementReplacement([])
+        return Edit(StatementReplacement([]), todo=f"profiler server: {PROFILE_STEPS}")
 
     def _server_is_unused(self, call: cst.Call) -> bool:
         """``xp.start_server(port)`` alone on its line, or ``server = ...`` with ``server`` read nowhere."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.rules.base import SAFE, Example, Rule, RuleMeta, register
+from neuron_migrate.rules.base import SAFE, Edit, Example, Rule, RuleMeta, register
 from neuron_migrate.rules.calls import bind_args
 from neuron_migrate.rules.tables.xla_debug import PROFILE, PROFILER_MODULE
 from neuron_migrate.rules.xla_debug.common import ANNOTATIONS, DOCS_PROFILER, STEP_TRACE_REVIEW
@@ -45,11 +45,13 @@ class XlaTraceToRecordFunction(Rule):
             self.ctx.manual(original, f"use `with torch.profiler.record_function(name):` inside a {PROFILE} block")
             return updated
         metadata = [a.keyword.value for a in updated.args if a.keyword is not None and a.keyword.value not in params]
+        review = ""
         if metadata:
             keywords = ", ".join(f"{k}=" for k in metadata)
-            self.ctx.review(f"the span's metadata ({keywords}) is dropped: record_function takes only a name")
+            review = f"the span's metadata ({keywords}) is dropped: record_function takes only a name"
         elif name == "StepTrace":
-            self.ctx.review(STEP_TRACE_REVIEW)
+            review = STEP_TRACE_REVIEW
         profiler = self.ctx.require_import("torch.profiler")
         label = bound["name"].with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT, comma=cst.MaybeSentinel.DEFAULT)
-        return updated.with_changes(func=self.ctx.expr(f"{profiler}.record_function"), args=[label])
+        func = self.ctx.expr(f"{profiler}.record_function")
+        return Edit(updated.with_changes(func=func, args=[label]), review=review)

@@ -7,6 +7,7 @@ import re
 import libcst as cst
 
 from neuron_migrate.migrate.context import code_of
+from neuron_migrate.rules.base import Fact
 from neuron_migrate.rules.calls import bind_args, literal
 
 DOCS_CHANGES = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
@@ -22,15 +23,14 @@ def is_none(arg: cst.Arg | None) -> bool:
 
 def looks_distributed(ctx) -> bool:
     """Whether the file runs one process per device (spawned, torchrun-launched or rank-aware)."""
-    if "distributed" not in ctx.facts:
-        ctx.facts["distributed"] = bool(_DISTRIBUTED_WORDS.search(ctx.text))
-    return bool(ctx.facts["distributed"])
+    return ctx.fact(LOOKS_DISTRIBUTED)
 
 
 _DISTRIBUTED_WORDS = re.compile(
     r"xmp\.spawn|xla_multiprocessing|torch_xla\.launch|_ordinal|world_size|init_process_group"
     r"|LOCAL_RANK|torchrun|DistributedDataParallel|torch\.distributed"
 )
+LOOKS_DISTRIBUTED = Fact("distributed", lambda ctx: bool(_DISTRIBUTED_WORDS.search(ctx.text)))
 _BIND_CORE = (
     "each torchrun process must bind its own NeuronCore: "
     'call torch.neuron.set_device(int(os.environ["LOCAL_RANK"])) before using this device'

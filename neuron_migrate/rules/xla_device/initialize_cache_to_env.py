@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.rules.base import SAFE, Example, Rule, RuleMeta, StatementReplacement, register
+from neuron_migrate.rules.base import SAFE, Edit, Example, Rule, RuleMeta, StatementReplacement, register
 from neuron_migrate.rules.calls import bind_args
 from neuron_migrate.rules.xla_device.common import DOCS_ENV, is_none
 
@@ -46,8 +46,7 @@ class InitializeCacheToEnv(Rule):
         readonly = bound.get("readonly")
         if not is_none(readonly) and not (isinstance(readonly.value, cst.Name) and readonly.value.value == "False"):
             message += "; readonly= has no equivalent"
-        self.ctx.review(message)
         os_name = self.ctx.require_import("os")
         path = self.ctx.code(bound["path"].value)
         setting = f'{os_name}.environ["TORCH_NEURONX_NEFF_CACHE_DIR"] = {path}\n'
-        return StatementReplacement(self.ctx.statements(setting))
+        return Edit(StatementReplacement(self.ctx.statements(setting)), review=message)

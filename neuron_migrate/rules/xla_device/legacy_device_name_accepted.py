@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.rules.base import REVIEW, Example, Rule, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, Fact, Rule, RuleMeta, register
 from neuron_migrate.rules.xla_device.common import (
     DOCS_CHANGES,
     _HELPER_REVIEW,
@@ -24,6 +24,8 @@ from neuron_migrate.rules.xla_device.common import (
     with_neuron_accepted,
     xla_device_calls,
 )
+
+MAKES_XLA_DEVICE = Fact("makes_xla_device", lambda ctx: bool(_XLA_CONSTRUCTOR_WORDS.search(ctx.text)))
 
 
 @register
@@ -137,11 +139,11 @@ class LegacyDeviceNameAccepted(Rule):
             names = with_neuron_accepted(cst.Tuple([cst.Element(legacy)]))
         else:
             names = with_neuron_accepted(legacy)
-        self.ctx.note('device-name check accepts "neuron" and the legacy "xla"')
-        self.ctx.review(message)
-        return updated.with_changes(
-            left=operand,
-            comparisons=[cst.ComparisonTarget(operator=cst.NotIn() if negated else cst.In(), comparator=names)],
+        comparison = cst.ComparisonTarget(operator=cst.NotIn() if negated else cst.In(), comparator=names)
+        return Edit(
+            updated.with_changes(left=operand, comparisons=[comparison]),
+            message='device-name check accepts "neuron" and the legacy "xla"',
+            review=message,
         )
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
@@ -150,21 +152,20 @@ class LegacyDeviceNameAccepted(Rule):
             text = neuron_device_code(self.ctx, updated, qname)
             if text is None:
                 return updated
-            self.ctx.note('XLA device -> torch.device("neuron") in a device-picking helper')
-            self.ctx.confirm_safe()
-            return self.ctx.expr(text)
+            message = 'XLA device -> torch.device("neuron") in a device-picking helper'
+            return Edit(self.ctx.expr(text), message=message, safe=True)
         if id(original) in self.options:
-            self.ctx.note('--device option defaults to "neuron" and accepts it')
             choices = next((a.value for a in updated.args if a.keyword and a.keyword.value == "choices"), None)
             fixed = choices is None or isinstance(choices, (cst.Tuple, cst.List, cst.Set))
-            self.ctx.review(_OPTION_REVIEW if fixed else _OPTION_REVIEW + '; add "neuron" to its choices')
-            return self._option_change(updated)
+            return Edit(
+                self._option_change(updated),
+                message='--device option defaults to "neuron" and accepts it',
+                review=_OPTION_REVIEW if fixed else _OPTION_REVIEW + '; add "neuron" to its choices',
+            )
         return updated
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
-        if "makes_xla_device" not in self.ctx.facts:
-            self.ctx.facts["makes_xla_device"] = bool(_XLA_CONSTRUCTOR_WORDS.search(self.ctx.text))
-        if self.ctx.facts["makes_xla_device"]:
+        if self.ctx.fact(MAKES_XLA_DEVICE):
             shape = _HelperShape(self.ctx, self.tests)
             original.body.visit(shape)
             if shape.makes_device and shape.picks_by_name:

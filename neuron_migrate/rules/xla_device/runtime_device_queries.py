@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.rules.base import SAFE, Example, Rule, RuleMeta, register
+from neuron_migrate.rules.base import SAFE, Edit, Example, Rule, RuleMeta, register
 from neuron_migrate.rules.calls import bind_args
 from neuron_migrate.rules.tables.xla_device import ROWS
 from neuron_migrate.rules.xla_device.common import (
@@ -18,6 +18,10 @@ from neuron_migrate.rules.xla_device.common import (
     is_none,
     known_condition,
 )
+
+
+def _folded_to(value: bool) -> str:
+    return f"device-type check folded to {value}, its value on Trainium"
 
 
 @register
@@ -106,9 +110,8 @@ class RuntimeDeviceQueries(Rule):
         query, value, whole = condition
         if whole is not None and id(original) in self.if_tests:
             return updated  # the ``if`` keeps the branch it decides
-        self.ctx.note(f"device-type check folded to {value}, its value on Trainium")
-        self.ctx.review(self._fold_message(query, value))
-        return cst.Name(str(whole)) if whole is not None else updated.right
+        folded = cst.Name(str(whole)) if whole is not None else updated.right
+        return Edit(folded, message=_folded_to(value), review=self._fold_message(query, value))
 
     def visit_If(self, node: cst.If) -> None:
         self.if_tests.add(id(node.test))
@@ -125,9 +128,7 @@ class RuntimeDeviceQueries(Rule):
         check = self.checks.get(id(original))
         if check is None or id(original) in self.if_tests:
             return updated
-        self.ctx.note(f"device-type check folded to {check[1]}, its value on Trainium")
-        self.ctx.review(self._fold_message(*check))
-        return cst.Name(str(check[1]))
+        return Edit(cst.Name(str(check[1])), message=_folded_to(check[1]), review=self._fold_message(*check))
 
     def leave_If(self, original: cst.If, updated: cst.If):
         check = self.checks.get(id(original.test))
@@ -135,15 +136,14 @@ class RuntimeDeviceQueries(Rule):
             return updated
         value = check[1]
         message = self._fold_message(*check)
-        self.ctx.note(f"device-type check folded to {value}, its value on Trainium")
         kept = None if id(original) in self.elifs else self._taken_branch(original, updated)
         if kept is None:
-            self.ctx.review(message + ("" if value else ": delete the block"))
-            return updated.with_changes(test=cst.Name(str(value)))
-        self.ctx.review(message + (": only its branch is kept" if value else ": only the other branch is kept"))
+            review = message + ("" if value else ": delete the block")
+            return Edit(updated.with_changes(test=cst.Name(str(value))), message=_folded_to(value), review=review)
+        review = message + (": only its branch is kept" if value else ": only the other branch is kept")
         first = kept[0]
         kept[0] = first.with_changes(leading_lines=[*original.leading_lines, *first.leading_lines])
-        return cst.FlattenSentinel(kept)
+        return Edit(cst.FlattenSentinel(kept), message=_folded_to(value), review=review)
 
     def _taken_branch(self, original: cst.If, updated: cst.If) -> list[cst.BaseStatement] | None:
         """The statements Trainium ran, or None when that leaves nothing to stand in the ``if``'s place.
@@ -162,19 +162,25 @@ class RuntimeDeviceQueries(Rule):
     def device_type(self, original, updated, qname):
         if id(original) in self.folded_queries:
             return updated
-        self.ctx.note(f'xr.device_type() -> "{TRAINIUM_DEVICE_TYPE}", what it returned on Trainium')
-        return self.ctx.expr(f'"{TRAINIUM_DEVICE_TYPE}"')
+        return Edit(
+            self.ctx.expr(f'"{TRAINIUM_DEVICE_TYPE}"'),
+            message=f'xr.device_type() -> "{TRAINIUM_DEVICE_TYPE}", what it returned on Trainium',
+        )
 
     def local_count(self, original, updated, qname):
-        self.ctx.note("local device count -> torch.neuron.device_count()")
-        self.ctx.review(_DEVICE_COUNT_REVIEW)
-        return self.ctx.expr(f"{self.ctx.require_import('torch')}.neuron.device_count()")
+        return Edit(
+            self.ctx.expr(f"{self.ctx.require_import('torch')}.neuron.device_count()"),
+            message="local device count -> torch.neuron.device_count()",
+            review=_DEVICE_COUNT_REVIEW,
+        )
 
     def global_count(self, original, updated, qname):
-        self.ctx.note("global device count -> WORLD_SIZE")
-        self.ctx.review("WORLD_SIZE counts torchrun processes (one per NeuronCore) and is 1 outside torchrun")
         os_name = self.ctx.require_import("os")
-        return self.ctx.expr(f'int({os_name}.environ.get("WORLD_SIZE", "1"))')
+        return Edit(
+            self.ctx.expr(f'int({os_name}.environ.get("WORLD_SIZE", "1"))'),
+            message="global device count -> WORLD_SIZE",
+            review="WORLD_SIZE counts torchrun processes (one per NeuronCore) and is 1 outside torchrun",
+        )
 
     def supported_devices(self, original, updated, qname):
         bound = bind_args(updated, ("devkind", "max_devices"))
@@ -184,15 +190,17 @@ class RuntimeDeviceQueries(Rule):
                 'list the devices yourself: [f"neuron:{i}" for i in range(torch.neuron.device_count())]',
             )
             return updated
-        self.ctx.review('device names are now "neuron:<i>"; check code that parses them')
         torch = self.ctx.require_import("torch")
-        return self.ctx.expr(f'[f"neuron:{{i}}" for i in range({torch}.neuron.device_count())]')
+        return Edit(
+            self.ctx.expr(f'[f"neuron:{{i}}" for i in range({torch}.neuron.device_count())]'),
+            review='device names are now "neuron:<i>"; check code that parses them',
+        )
 
     def bf16_supported(self, original, updated, qname):
-        self.ctx.review(
-            "torch.neuron.is_bf16_supported() is inferred, not documented; confirm your torch-neuronx has it"
+        return Edit(
+            self.ctx.expr(f"{self.ctx.require_import('torch')}.neuron.is_bf16_supported()"),
+            review="torch.neuron.is_bf16_supported() is inferred, not documented; confirm your torch-neuronx has it",
         )
-        return self.ctx.expr(f"{self.ctx.require_import('torch')}.neuron.is_bf16_supported()")
 
     def device_hw(self, original, updated, qname):
         if id(original) in self.folded_queries:
@@ -200,9 +208,11 @@ class RuntimeDeviceQueries(Rule):
         if not is_device_type_query(self.ctx, original):
             self.ctx.manual(original, f'arguments not understood; on Trainium this was "{TRAINIUM_DEVICE_TYPE}"')
             return updated
-        self.ctx.note(f'xm.xla_device_hw() -> "{TRAINIUM_DEVICE_TYPE}", what it returned on Trainium')
-        self.ctx.review(
-            f'"{TRAINIUM_DEVICE_TYPE}" is what Trainium reported; the tensor device type is now "neuron" '
-            "(dev.type), if that is what the code needs"
+        return Edit(
+            self.ctx.expr(f'"{TRAINIUM_DEVICE_TYPE}"'),
+            message=f'xm.xla_device_hw() -> "{TRAINIUM_DEVICE_TYPE}", what it returned on Trainium',
+            review=(
+                f'"{TRAINIUM_DEVICE_TYPE}" is what Trainium reported; the tensor device type is now "neuron" '
+                "(dev.type), if that is what the code needs"
+            ),
         )
-        return self.ctx.expr(f'"{TRAINIUM_DEVICE_TYPE}"')

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.rules.base import SAFE, Example, Rule, RuleMeta, register
+from neuron_migrate.rules.base import SAFE, Edit, Example, Rule, RuleMeta, register
 from neuron_migrate.rules.xla_device.common import (
     DOCS_CHANGES,
     DOCS_DISTRIBUTED,
@@ -53,6 +53,4 @@ class XlaDeviceToNeuron(Rule):
         if text is None:
             self.ctx.manual(original, 'arguments not understood; replace with torch.device("neuron", <index>)')
             return updated
-        if looks_distributed(self.ctx):
-            self.ctx.review(_BIND_CORE)
-        return self.ctx.expr(text)
+        return Edit(self.ctx.expr(text), review=_BIND_CORE if looks_distributed(self.ctx) else "")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.migrate.context import code_of
-from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, RuleMeta, register
 from neuron_migrate.rules.calls import bind_args, is_plain_reference, names_in
 from neuron_migrate.rules.tables.xla_distributed import XM
 from neuron_migrate.rules.xla_distributed.common import (
@@ -98,10 +98,8 @@ class AllGatherToAllGatherSingle(DistributedRule):
         if not direct:
             lines.append(f"return {result}" if kind == "return" else f"{code_of(target)} = {result}")
         collective = "all_gather_single" if dim is None else "dist.all_gather"
-        self.ctx.review(
-            f"{collective} needs one tensor of the same shape on every rank (xm.all_gather also took lists)"
-        )
-        return self.replace_with(original, lines)
+        review = f"{collective} needs one tensor of the same shape on every rank (xm.all_gather also took lists)"
+        return Edit(self.replace_with(original, lines), review=review)
 
     def gather_single(self, result: str, source: str) -> list[str]:
         """Along dim 0 the output is the ranks' tensors stacked in rank order: one all_gather_single."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.migrate.context import code_of
-from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, RuleMeta, register
 from neuron_migrate.rules.calls import bind_args, is_plain_reference, literal, receiver
 from neuron_migrate.rules.tables.xla_distributed import XM
 from neuron_migrate.rules.xla_distributed.common import (
@@ -14,6 +14,7 @@ from neuron_migrate.rules.xla_distributed.common import (
     LEGACY_ARGUMENTS,
     REDUCE_CONSTANTS,
     REDUCE_OPS,
+    SKIPPED_UNINITIALIZED,
     SUBGROUPS_STEP,
     DistributedRule,
     is_absent_or,
@@ -78,21 +79,19 @@ class AllReduceToDist(DistributedRule):
             tensors = inputs.elements if isinstance(inputs, (cst.List, cst.Tuple)) else None
             if tensors is not None and len(tensors) == 1 and not isinstance(tensors[0], cst.StarredElement):
                 # One tensor in a literal list: reduce it in place, no loop needed.
-                self.ctx.review(f"skipped while no process group is initialized: init it first{check_op}")
                 lines = self.reduce_lines(dist, receiver(tensors[0].value), op, scale, depth=0)
-                return self.replace_with(original, lines)
+                return Edit(self.replace_with(original, lines), review=SKIPPED_UNINITIALIZED + check_op)
             tensor = self.fresh_name("tensor")
             lines = self.reduce_lines(dist, tensor, op, scale, depth=1)
-            self.ctx.review(
-                "the in-place loop assumes a list of tensors; for gradients prefer DDP, which buckets them" + check_op
-            )
             loop = f"\tfor {tensor} in {self.code_at(inputs, 1)}:"
-            return self.replace_with(original, [lines[0], loop, *lines[1:]])
+            review = "the in-place loop assumes a list of tensors; for gradients prefer DDP, which buckets them"
+            return Edit(self.replace_with(original, [lines[0], loop, *lines[1:]]), review=review + check_op)
 
         kind, target = shape
         simple_target = kind == "return" or isinstance(target, (cst.Name, cst.Attribute, cst.Subscript))
         if isinstance(inputs, (cst.List, cst.Tuple)) and simple_target:
-            return self.reduce_list(original, inputs, kind, target, op, scale, check_op)
+            lines = self.reduce_list(inputs, kind, target, op, scale)
+            return Edit(self.replace_with(original, lines), review=SKIPPED_UNINITIALIZED + check_op)
         if isinstance(inputs, (cst.List, cst.Tuple)) or not simple_target:
             return self.manual(original, updated, f"not of the form `y = xm.all_reduce(op, x)`; {fallback}")
         result = self.fresh_name("reduced") if kind == "return" else code_of(target)
@@ -100,10 +99,10 @@ class AllReduceToDist(DistributedRule):
         if kind == "return":
             lines.append(f"return {result}")
         what = f"`{code_of(inputs)}`" if is_plain_reference(inputs) else "the input"
-        self.ctx.review(f"xm.all_reduce returned a new tensor for one input; check {what} is not a list{check_op}")
-        return self.replace_with(original, lines)
+        review = f"xm.all_reduce returned a new tensor for one input; check {what} is not a list{check_op}"
+        return Edit(self.replace_with(original, lines), review=review)
 
-    def reduce_list(self, original, inputs, kind, target, op, scale, check_op):
+    def reduce_list(self, inputs, kind, target, op, scale) -> list[str]:
         """``y = xm.all_reduce(op, [a, b])``: the list was reduced in place and returned itself."""
         result = self.fresh_name("reduced") if kind == "return" else code_of(target)
         tensor = self.fresh_name("tensor")
@@ -111,8 +110,7 @@ class AllReduceToDist(DistributedRule):
         lines = [f"{result} = {self.code_at(inputs, 0)}", lines[0], f"\tfor {tensor} in {result}:", *lines[1:]]
         if kind == "return":
             lines.append(f"return {result}")
-        self.ctx.review(f"skipped while no process group is initialized: init it first{check_op}")
-        return self.replace_with(original, lines)
+        return lines
 
     def reduce_op(self, before: cst.BaseExpression, after: cst.BaseExpression) -> tuple[str, bool]:
         """The ``op=`` code, and whether it is certainly a ReduceOp (a known constant or string)."""

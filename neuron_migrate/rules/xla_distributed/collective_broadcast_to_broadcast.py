@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.migrate.context import code_of
-from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, RuleMeta, register
 from neuron_migrate.rules.calls import bind_args, receiver
 from neuron_migrate.rules.tables.xla_distributed import XM
 from neuron_migrate.rules.xla_distributed.common import (
@@ -13,6 +13,7 @@ from neuron_migrate.rules.xla_distributed.common import (
     DOCS_DISTRIBUTED,
     DOCS_DIST_API,
     LEGACY_ARGUMENTS,
+    SKIPPED_UNINITIALIZED,
     DistributedRule,
     is_absent_or,
 )
@@ -69,17 +70,14 @@ class CollectiveBroadcastToBroadcast(DistributedRule):
         dist = self.dist
         elements = tensors.elements if isinstance(tensors, (cst.List, cst.Tuple)) else None
         if elements is not None and len(elements) == 1 and not isinstance(elements[0], cst.StarredElement):
-            self.ctx.review("skipped while no process group is initialized: init it first")
             tensor = receiver(elements[0].value)
-            return self.replace_with(original, [f"if {dist}.is_initialized():", f"\t{dist}.broadcast({tensor}, src={root})"])
+            lines = [f"if {dist}.is_initialized():", f"\t{dist}.broadcast({tensor}, src={root})"]
+            return Edit(self.replace_with(original, lines), review=SKIPPED_UNINITIALIZED)
         tensor = self.fresh_name("tensor")
         check = "" if elements is not None else "the in-place loop assumes a list of tensors; "
-        self.ctx.review(f"{check}skipped while no process group is initialized: init it first")
-        return self.replace_with(
-            original,
-            [
-                f"if {dist}.is_initialized():",
-                f"\tfor {tensor} in {self.code_at(tensors, 1)}:",
-                f"\t\t{dist}.broadcast({tensor}, src={root})",
-            ],
-        )
+        lines = [
+            f"if {dist}.is_initialized():",
+            f"\tfor {tensor} in {self.code_at(tensors, 1)}:",
+            f"\t\t{dist}.broadcast({tensor}, src={root})",
+        ]
+        return Edit(self.replace_with(original, lines), review=check + SKIPPED_UNINITIALIZED)

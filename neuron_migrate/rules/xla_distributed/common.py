@@ -25,6 +25,8 @@ DOCS_DCP = "https://pytorch.org/docs/stable/distributed.checkpoint.html"
 # Environment variables torchrun sets, and the value a plain single-process run should see.
 ENV_DEFAULTS = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}
 LEGACY_ARGUMENTS = "an argument still uses a legacy API: migrate it first, then run neuron-migrate again"
+# The review of a collective that now runs only under `if dist.is_initialized():`.
+SKIPPED_UNINITIALIZED = "skipped while no process group is initialized: init it first"
 _LEADING_TABS = re.compile(r"^\t+")
 
 

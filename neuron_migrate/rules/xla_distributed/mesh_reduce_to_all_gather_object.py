@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.migrate.context import code_of
-from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, RuleMeta, register
 from neuron_migrate.rules.calls import bind_args, receiver
 from neuron_migrate.rules.tables.xla_distributed import XM
 from neuron_migrate.rules.xla_distributed.common import (
@@ -72,17 +72,13 @@ class MeshReduceToAllGatherObject(DistributedRule):
         reduce_fn = receiver(bound["reduce_fn"].value)
         gathered = self.fresh_name("gathered")
         dist = self.dist
-        self.ctx.review(
-            "mesh_reduce moved tensors to CPU before reduce_fn, all_gather_object does not: check reduce_fn"
-        )
-        return self.replace_with(
-            original,
-            [
-                f"if {dist}.is_initialized():",
-                f"\t{gathered} = [None] * {dist}.get_world_size()",
-                f"\t{dist}.all_gather_object({gathered}, {data})",
-                f"\t{store}{reduce_fn}({gathered})",
-                "else:",
-                f"\t{store}{reduce_fn}([{data}])",
-            ],
-        )
+        lines = [
+            f"if {dist}.is_initialized():",
+            f"\t{gathered} = [None] * {dist}.get_world_size()",
+            f"\t{dist}.all_gather_object({gathered}, {data})",
+            f"\t{store}{reduce_fn}({gathered})",
+            "else:",
+            f"\t{store}{reduce_fn}([{data}])",
+        ]
+        review = "mesh_reduce moved tensors to CPU before reduce_fn, all_gather_object does not: check reduce_fn"
+        return Edit(self.replace_with(original, lines), review=review)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.rules.base import MANUAL, Example, RuleMeta, StatementReplacement, register
+from neuron_migrate.rules.base import MANUAL, Edit, Example, RuleMeta, StatementReplacement, register
 from neuron_migrate.rules.tables.xla_distributed import ROWS
 from neuron_migrate.rules.xla_distributed.common import (
     BROADCAST_MASTER_PARAM,
@@ -55,9 +55,11 @@ class OtherCollectives(DistributedRule):
             return self.manual(original, updated, BROADCAST_NEXT_STEP)
         if self.keeps_legacy_arguments(original, updated):
             return self.manual(original, updated, LEGACY_ARGUMENTS)
-        self.ctx.note("xm.broadcast_master_param() removed: DDP broadcasts rank 0's weights")
-        self.ctx.review("removed: DDP broadcasts rank 0's weights when it wraps the model; wrap it after loading them")
-        return StatementReplacement([], fallback=BROADCAST_NEXT_STEP)
+        return Edit(
+            StatementReplacement([], fallback=BROADCAST_NEXT_STEP),
+            message="xm.broadcast_master_param() removed: DDP broadcasts rank 0's weights",
+            review="removed: DDP broadcasts rank 0's weights when it wraps the model; wrap it after loading them",
+        )
 
     def uses_ddp(self) -> bool:
         if self._uses_ddp is None:

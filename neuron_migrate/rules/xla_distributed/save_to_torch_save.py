@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, RuleMeta, register
 from neuron_migrate.rules.calls import arg_value, bind_args
 from neuron_migrate.rules.tables.xla_distributed import XM
 from neuron_migrate.rules.xla_distributed.common import (
@@ -68,9 +68,9 @@ class SaveToTorchSave(DistributedRule):
             path.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT, comma=updated.args[-1].comma),
         ]
         call = updated.with_changes(func=self.ctx.expr(f"{self.torch}.save"), args=args)
-        self.ctx.review(SAVE_CHECK)
         if not master_only:
             # Every rank writes, as before; the path must differ per rank, as it had to.
-            return self.replace_with(original, [self.code_at(call, 0)])
+            return Edit(self.replace_with(original, [self.code_at(call, 0)]), review=SAVE_CHECK)
         var = "RANK" if global_master else "LOCAL_RANK"
-        return self.replace_with(original, [f"if {self.env_int(var)} == 0:", f"\t{self.code_at(call, 1)}"])
+        lines = [f"if {self.env_int(var)} == 0:", f"\t{self.code_at(call, 1)}"]
+        return Edit(self.replace_with(original, lines), review=SAVE_CHECK)

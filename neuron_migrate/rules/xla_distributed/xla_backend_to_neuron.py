@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.migrate.walk import walk
-from neuron_migrate.rules.base import SAFE, Example, Fact, RuleMeta, register
+from neuron_migrate.rules.base import SAFE, Edit, Example, Fact, RuleMeta, register
 from neuron_migrate.rules.calls import bind_args, literal
 from neuron_migrate.rules.xla_data.common import LAUNCHERS
 from neuron_migrate.rules.xla_distributed.common import (
@@ -149,8 +149,9 @@ class XlaBackendToNeuron(DistributedRule):
         if id(original) in plan.xla_inits and plan.worker_defs():
             # The worker has joined the process group already when torchrun started it.
             dist = self.dist
-            self.ctx.note("guarded: the worker function initialises the process group at its start")
-            return self.replace_with(original, [f"if not {dist}.is_initialized():", f"\t{self.code_at(call, 1)}"])
+            lines = [f"if not {dist}.is_initialized():", f"\t{self.code_at(call, 1)}"]
+            message = "guarded: the worker function initialises the process group at its start"
+            return Edit(self.replace_with(original, lines), message=message)
         return call
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
@@ -167,9 +168,11 @@ class XlaBackendToNeuron(DistributedRule):
         while position < len(body) and _leads_function(body[position], position):
             position += 1
         body.insert(position, guard)
-        self.ctx.note(f'the worker of {launcher} initialises the "neuron" process group when torchrun started it')
-        self.ctx.confirm_safe()
-        return updated.with_changes(body=updated.body.with_changes(body=body))
+        return Edit(
+            updated.with_changes(body=updated.body.with_changes(body=body)),
+            message=f'the worker of {launcher} initialises the "neuron" process group when torchrun started it',
+            safe=True,
+        )
 
     def _neuron_call(self, updated: cst.Call) -> cst.Call:
         positional = [arg for arg in updated.args if arg.keyword is None and not arg.star]

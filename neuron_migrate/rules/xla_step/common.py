@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from neuron_migrate.migrate.context import FileContext, code_of
-from neuron_migrate.rules.base import Rule
+from neuron_migrate.rules.base import Fact, Rule
 from neuron_migrate.rules.calls import has_params
 
 DOCS_EAGER = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/about-pytorch-neuron.html"
@@ -121,12 +121,17 @@ class _DataParallelPaths(cst.CSTVisitor):
         return any(at < order and blocks[: len(around)] == around for at, around in self.wrappers)
 
 
+def _find_data_parallel_paths(ctx: FileContext) -> _DataParallelPaths:
+    paths = _DataParallelPaths()
+    ctx.module.visit(paths)
+    return paths
+
+
+DATA_PARALLEL_PATHS = Fact("data_parallel", _find_data_parallel_paths)
+
+
 def data_parallel_paths(ctx: FileContext) -> _DataParallelPaths:
-    if "data_parallel" not in ctx.facts:
-        paths = _DataParallelPaths()
-        ctx.module.visit(paths)
-        ctx.facts["data_parallel"] = paths
-    return ctx.facts["data_parallel"]  # type: ignore[return-value]
+    return ctx.fact(DATA_PARALLEL_PATHS)
 
 
 def data_parallel_reaches(ctx: FileContext, call: cst.Call) -> bool:
@@ -354,12 +359,17 @@ class _Functions(cst.CSTVisitor):
             self.decorated[id(decorator.decorator)] = node
 
 
+def _find_functions(ctx: FileContext) -> _Functions:
+    finder = _Functions()
+    ctx.module.visit(finder)
+    return finder
+
+
+FILE_FUNCTIONS = Fact("compile_functions", _find_functions)
+
+
 def file_functions(ctx: FileContext) -> _Functions:
-    if "compile_functions" not in ctx.facts:
-        finder = _Functions()
-        ctx.module.visit(finder)
-        ctx.facts["compile_functions"] = finder
-    return ctx.facts["compile_functions"]  # type: ignore[return-value]
+    return ctx.fact(FILE_FUNCTIONS)
 
 
 def compiled_bodies(ctx: FileContext, target: cst.BaseExpression) -> list[cst.CSTNode]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.migrate.context import FileContext, code_of
-from neuron_migrate.rules.base import REVIEW, Example, Rule, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, Rule, RuleMeta, register
 from neuron_migrate.rules.calls import arg_value, bind_args, literal, new_keyword
 from neuron_migrate.rules.xla_step.common import (
     DOCS_COMPILE,
@@ -65,6 +65,11 @@ class CompileToTorchCompile(Rule):
     DYNAMIC = "dynamic=True dropped: shapes must be static, pad inputs to fixed sizes"
     GRAPH_LIMIT = "the graph-count limit is gone; torch._dynamo.config.recompile_limit bounds recompiles"
     STATIC = "check the compiled function has static input shapes"
+    STATIC_REGION = "check the compiled region has static input shapes"
+    EAGER_BLOCK = (
+        "this block was compiled as one graph; it runs eagerly now, move it into a function "
+        'and torch.compile(fn, backend="neuron") it if it is hot'
+    )
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
@@ -106,8 +111,8 @@ class CompileToTorchCompile(Rule):
         notes = [note] if note else []
         if "max_different_graphs" in args or "num_different_graphs_allowed" in args:
             notes.append(self.GRAPH_LIMIT)
-        self.ctx.review("; ".join(notes) or self.STATIC)
-        return self.ctx.expr(f'{torch}.compile({target}backend="neuron"{", fullgraph=True" if fullgraph else ""})')
+        code = f'{torch}.compile({target}backend="neuron"{", fullgraph=True" if fullgraph else ""})'
+        return Edit(self.ctx.expr(code), review="; ".join(notes) or self.STATIC)
 
     def leave_Decorator(self, original: cst.Decorator, updated: cst.Decorator):
         if not isinstance(original.decorator, (cst.Name, cst.Attribute)):
@@ -117,18 +122,14 @@ class CompileToTorchCompile(Rule):
         torch = self.ctx.require_import("torch")
         decorated = file_functions(self.ctx).decorated.get(id(original.decorator))
         fullgraph, note = self.fullgraph_note(decorated, False, self.FULLGRAPH_UNSEEN)
-        self.ctx.review(note)
         code = f'{torch}.compile(backend="neuron", fullgraph=True)' if fullgraph else f'{torch}.compile(backend="neuron")'
-        return updated.with_changes(decorator=self.ctx.expr(code))
+        return Edit(updated.with_changes(decorator=self.ctx.expr(code)), review=note)
 
     def leave_With(self, original: cst.With, updated: cst.With):
         result = unwrap_with(self, original, updated, XLA_COMPILE)
-        if result is not updated:
-            self.ctx.review(
-                "this block was compiled as one graph; it runs eagerly now, move it into a function "
-                'and torch.compile(fn, backend="neuron") it if it is hot'
-            )
-        return result
+        if result is updated:
+            return updated
+        return Edit(result, review=self.EAGER_BLOCK)
 
     @staticmethod
     def _compiled_function(call: cst.Call) -> cst.BaseExpression | None:
@@ -171,5 +172,4 @@ class CompileToTorchCompile(Rule):
             if fullgraph:
                 args.append(new_keyword("fullgraph", "True"))
             notes.insert(0, note)
-        self.ctx.review("; ".join(notes) or "check the compiled region has static input shapes")
-        return with_args(updated, args)
+        return Edit(with_args(updated, args), review="; ".join(notes) or self.STATIC_REGION)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.rules.base import SAFE, Example, Rule, RuleMeta, StatementReplacement, register
+from neuron_migrate.rules.base import SAFE, Edit, Example, Rule, RuleMeta, StatementReplacement, register
 from neuron_migrate.rules.calls import arg_value, bind_args
 from neuron_migrate.rules.xla_step.common import DOCS_EAGER, DOCS_MODULE
 
@@ -49,6 +49,6 @@ class MarkStepRemoval(Rule):
         if args is not None and arg_value(args, "wait") is True:
             # A blocking step was a timing or hand-off point: keep the wait, drop the graph cut.
             torch = self.ctx.require_import("torch")
-            self.ctx.note("blocking graph cut replaced by torch.neuron.synchronize()")
-            return self.ctx.expr(f"{torch}.neuron.synchronize()")
+            synchronize = self.ctx.expr(f"{torch}.neuron.synchronize()")
+            return Edit(synchronize, message="blocking graph cut replaced by torch.neuron.synchronize()")
         return StatementReplacement([], fallback="drop the call; eager TorchNeuron has no graph to cut")

@@ -7,7 +7,7 @@ import re
 import libcst as cst
 
 from neuron_migrate.migrate.context import code_of
-from neuron_migrate.rules.base import REVIEW, Example, Rule, RuleMeta, StatementReplacement, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, Rule, RuleMeta, StatementReplacement, register
 from neuron_migrate.rules.calls import UNKNOWN, arg_value, bind_args, is_plain_reference, literal, receiver
 from neuron_migrate.rules.xla_step.common import (
     AVERAGED,
@@ -89,31 +89,27 @@ class OptimizerStep(Rule):
         optimizer = receiver(args["optimizer"].value)
         step = self.ctx.expr(f"{optimizer}.step({self._step_arguments(args.get('optimizer_args'))})")
         if arg_value(args, "groups") is not None and "groups" in args:
-            self.ctx.review(self.GROUPS)
-            return step
+            return Edit(step, review=self.GROUPS)
         if data_parallel_reaches(self.ctx, original):
-            self.ctx.confirm_safe()
-            return step
+            return Edit(step, safe=True)
         if fsdp_visible(self.ctx):
-            self.ctx.review(self.FSDP_ELSEWHERE)
-            return step
+            return Edit(step, review=self.FSDP_ELSEWHERE)
         line = self.ctx.statement_for_call.get(id(original))
         if line is None or not is_plain_reference(args["optimizer"].value):
-            self.ctx.review(self.NO_WRAPPER)
-            return step
+            return Edit(step, review=self.NO_WRAPPER)
         if self.ctx.is_suppressed(self.meta.id, original):
             return step  # left as it is by the engine; no helper for it
-        self._schedule_helper(original)
+        review = self._schedule_helper(original)
         average = cst.parse_statement(f"{AVERAGE_GRADIENTS}({optimizer})\n")
         statement = line.with_changes(body=[line.body[0].with_changes(value=step)], leading_lines=())
-        return StatementReplacement([average, statement], fallback=self.NO_WRAPPER)
+        return Edit(StatementReplacement([average, statement], fallback=self.NO_WRAPPER), review=review)
 
     def reduce_gradients(self, original: cst.Call, updated: cst.Call, qname: str):
         args = bind_args(updated, REDUCE_GRADIENTS_PARAMS)
         understood = args is not None and "optimizer" in args and "groups" not in args
         if understood and data_parallel_reaches(self.ctx, original):
-            self.ctx.confirm_safe()
-            return StatementReplacement([], fallback="delete it: DDP/FSDP average the gradients during backward")
+            deleted = StatementReplacement([], fallback="delete it: DDP/FSDP average the gradients during backward")
+            return Edit(deleted, safe=True)
         if not understood or fsdp_visible(self.ctx) or not is_plain_reference(args["optimizer"].value):
             self.ctx.manual(
                 original,
@@ -122,12 +118,11 @@ class OptimizerStep(Rule):
             )
             return updated
         average = f"{AVERAGE_GRADIENTS}({receiver(args['optimizer'].value)})"
-        if not self.ctx.is_suppressed(self.meta.id, original):
-            self._schedule_helper(original)
-        return self.ctx.expr(average)
+        review = "" if self.ctx.is_suppressed(self.meta.id, original) else self._schedule_helper(original)
+        return Edit(self.ctx.expr(average), review=review)
 
-    def _schedule_helper(self, original: cst.Call) -> None:
-        """Define the averaging helper once, after the file's imports, and say so at the call."""
+    def _schedule_helper(self, original: cst.Call) -> str:
+        """Define the averaging helper once, after the file's imports; returns what to say at the call."""
         dist = self.ctx.require_import("torch.distributed", alias="dist")
         helper = AVERAGE_GRADIENTS_DEF.format(name=AVERAGE_GRADIENTS, dist=dist)
         indent = self.ctx.module.default_indent
@@ -137,7 +132,7 @@ class OptimizerStep(Rule):
             original, helper.rstrip("\n"), "", unless=f"def {AVERAGE_GRADIENTS}(", label=f"`{AVERAGE_GRADIENTS}()`"
         )
         message = AVERAGED.format(name=AVERAGE_GRADIENTS)
-        self.ctx.review(message if process_group_planned(self.ctx) else message + NO_PROCESS_GROUP)
+        return message if process_group_planned(self.ctx) else message + NO_PROCESS_GROUP
 
     @staticmethod
     def _step_arguments(arg: cst.Arg | None) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.migrate.context import code_of
-from neuron_migrate.rules.base import REVIEW, Example, Rule, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, Rule, RuleMeta, register
 from neuron_migrate.rules.calls import bind_args, receiver, spread_arguments
 from neuron_migrate.rules.xla_step.common import DOCS_EAGER, STEP_CLOSURE_PARAMS, inline_lambda
 
@@ -45,12 +45,11 @@ class StepClosureCall(Rule):
             return updated
         closure = args["closure"].value
         call_args = spread_arguments(args.get("args"))
-        self.ctx.review(self.MESSAGE)
         if isinstance(closure, cst.Lambda):
             body = inline_lambda(closure, args.get("args"))
             if body is not None:
-                return self._inline(body)
-        return self.ctx.expr(f"{receiver(closure)}({call_args})")
+                return Edit(self._inline(body), review=self.MESSAGE)
+        return Edit(self.ctx.expr(f"{receiver(closure)}({call_args})"), review=self.MESSAGE)
 
     def _inline(self, body: cst.BaseExpression) -> cst.BaseExpression:
         # `lambda: print(x)` called at once is just `print(x)`.

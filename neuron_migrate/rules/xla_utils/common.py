@@ -8,7 +8,7 @@ from string import Template
 import libcst as cst
 
 from neuron_migrate.migrate.context import code_of
-from neuron_migrate.rules.base import Rule
+from neuron_migrate.rules.base import Edit, Rule
 
 DOCS_XLA_UTILS = "https://github.com/pytorch/xla/blob/master/torch_xla/utils/utils.py"
 DOCS_XLA_TEST_UTILS = "https://github.com/pytorch/xla/blob/master/torch_xla/test/test_utils.py"
@@ -175,19 +175,19 @@ NAME_TAKEN = "`{name}` already means something else in this file: copy the `neur
 class HelperRule(Rule):
     """Base of the rules that point a legacy helper at a local definition added to the file."""
 
-    def use_helper(self, original: cst.CSTNode, updated: cst.CSTNode, name: str, module: str):
-        """``updated`` (a use of legacy ``module.name``) as a use of the local helper ``name``."""
+    def use_helper(self, original: cst.CSTNode, updated: cst.CSTNode, name: str, module: str, review: str = ""):
+        """``updated`` (a use of legacy ``module.name``) as a use of the local helper ``name``.
+
+        ``review`` is what the caller's own change to ``updated`` asks a reviewer; the helper's
+        review replaces it. The caller's change stands when the helper cannot be used."""
         target = original.func if isinstance(original, cst.Call) else original
         if isinstance(target, cst.Name):
             self.ctx.manual(original, FROM_IMPORT_STEP.format(module=module, name=target.value))
-            return updated
+            return Edit(updated, review=review)
         if not self.add_helper(original, name):
-            return updated
-        if HELPERS[name].review:
-            self.ctx.review(HELPERS[name].review)
-        if isinstance(updated, cst.Call):
-            return updated.with_changes(func=cst.Name(name))
-        return cst.Name(name)
+            return Edit(updated, review=review)
+        use = updated.with_changes(func=cst.Name(name)) if isinstance(updated, cst.Call) else cst.Name(name)
+        return Edit(use, review=HELPERS[name].review or review)
 
     def add_helper(self, node: cst.CSTNode, name: str) -> bool:
         """Schedule ``name`` (and the helpers it calls) after the imports, once per file."""

@@ -64,19 +64,20 @@ class TestUtilsToLocalHelpers(HelperRule):
 
     def to_local_function(self, original, updated, qname: str):
         name = qname.removeprefix(TEST_UTILS)
+        review = ""
         if name == "write_to_summary" and isinstance(updated, cst.Call):
-            updated = self._without_xla_metrics(original, updated)
-        return self.use_helper(original, updated, name, TEST_UTILS.rstrip("."))
+            updated, review = self._without_xla_metrics(updated)
+        return self.use_helper(original, updated, name, TEST_UTILS.rstrip("."), review=review)
 
-    def _without_xla_metrics(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        """``write_xla_metrics=`` asked for XLA's counters, which TorchNeuron does not have."""
+    def _without_xla_metrics(self, updated: cst.Call) -> tuple[cst.Call, str]:
+        """``write_xla_metrics=`` asked for XLA's counters, which TorchNeuron does not have: the call
+        without it, and what to tell the reviewer when it asked for them."""
         bound = bind_args(updated, WRITE_TO_SUMMARY_PARAMS)
         flag = bound.get("write_xla_metrics") if bound else None
         if flag is None:
-            return updated
+            return updated, ""
         args = [arg for arg in updated.args if arg is not flag]
         if args:
             args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        if self.ctx.code(flag.value).strip() != "False":
-            self.ctx.review(XLA_METRICS_DROPPED)
-        return updated.with_changes(args=args)
+        review = XLA_METRICS_DROPPED if self.ctx.code(flag.value).strip() != "False" else ""
+        return updated.with_changes(args=args), review

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.rules.base import REVIEW, Example, Rule, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, Rule, RuleMeta, register
 from neuron_migrate.rules.calls import bind_args
 from neuron_migrate.rules.xla_utils.common import DOCS_SYNC_BATCH_NORM, SYNC_BATCH_NORM_REVIEW
 
@@ -40,6 +40,6 @@ class XlaSyncBatchNormToTorch(Rule):
         if bind_args(updated, ("num_features", "eps", "momentum")) is None:
             self.ctx.manual(original, "replace it with torch.nn.SyncBatchNorm(num_features, eps=, momentum=)")
             return updated
-        self.ctx.review(SYNC_BATCH_NORM_REVIEW)
         torch = self.ctx.require_import("torch")
-        return updated.with_changes(func=self.ctx.expr(f"{torch}.nn.SyncBatchNorm"))
+        func = self.ctx.expr(f"{torch}.nn.SyncBatchNorm")
+        return Edit(updated.with_changes(func=func), review=SYNC_BATCH_NORM_REVIEW)
