@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 import libcst as cst
@@ -11,7 +11,7 @@ from libcst.metadata import ScopeProvider
 
 from neuron_migrate.migrate.context import code_of
 from neuron_migrate.rules import hf_fields as hf
-from neuron_migrate.rules.base import REVIEW, Rule
+from neuron_migrate.rules.base import REVIEW, Edit, Fact, Rule
 from neuron_migrate.rules.calls import UNKNOWN, bind_args, keyword_arg, literal, new_keyword
 from neuron_migrate.rules.optimum_names import optimum_names, with_methods
 from neuron_migrate.rules.tables.optimum_training import MODEL_CLASSES, TRAINING_MODELS_PACKAGE
@@ -217,14 +217,19 @@ class _Collector(cst.CSTVisitor):
         self.calls.append(node)
 
 
+def _scan_script(ctx) -> ScriptFacts:
+    # None for files that never mention optimum: the hooks of this module also see every torch_xla file.
+    return _Scanner(ctx).scan() if "optimum" in source_text(ctx) else ScriptFacts()
+
+
+SCRIPT_FACTS = Fact("optimum_training", _scan_script)
+# (owner, field) pairs whose version-table disagreement with the installed release was reported
+REPORTED_DISAGREEMENTS: Fact[set[tuple[str, str]]] = Fact("optimum_training_disagreements", lambda ctx: set())
+
+
 def script_facts(ctx) -> ScriptFacts:
-    """The cross-statement facts of this file, gathered once from the original tree (none for files
-    that never mention optimum: the hooks of this module also see every torch_xla file)."""
-    facts = ctx.facts.get("optimum_training")
-    if facts is None:
-        facts = _Scanner(ctx).scan() if "optimum" in source_text(ctx) else ScriptFacts()
-        ctx.facts["optimum_training"] = facts
-    return facts
+    """The cross-statement facts of this file, gathered once from the original tree."""
+    return ctx.fact(SCRIPT_FACTS)
 
 
 class _Scanner:
@@ -584,8 +589,9 @@ class RenameRule(Rule):
     def method_call(self, original, updated, qname: str):
         owner, method = qname.rsplit(".", 1)
         target = self.targets[owner]
-        self.ctx.note(f"{owner.rsplit('.', 1)[1]}.{method} -> {self.module_of(target)}.{target.name}.{method}")
-        return updated.with_changes(func=updated.func.with_changes(value=self.ctx.expr(self.stock_name(target))))
+        message = f"{owner.rsplit('.', 1)[1]}.{method} -> {self.module_of(target)}.{target.name}.{method}"
+        stock = self.ctx.expr(self.stock_name(target))
+        return Edit(updated.with_changes(func=updated.func.with_changes(value=stock)), message=message)
 
     def stock_name(self, target: Target) -> str:
         return self.ctx.require_from_import(target.module, target.name)
@@ -593,30 +599,28 @@ class RenameRule(Rule):
     def rename_reference(self, original, updated, qname: str):
         target = self.targets[qname]
         name = self.stock_name(target)
-        facts = script_facts(self.ctx)
-        if id(original) in facts.class_bases:
-            self.subclass_review(target)
-        self.ctx.note(f"{qname.rsplit('.', 1)[1]} -> {self.module_of(target)}.{target.name}")
-        return self.ctx.expr(name)
+        review = self.subclass_review(target) if id(original) in script_facts(self.ctx).class_bases else ""
+        message = f"{qname.rsplit('.', 1)[1]} -> {self.module_of(target)}.{target.name}"
+        return Edit(self.ctx.expr(name), message=message, review=review)
 
-    def subclass_review(self, target: Target) -> None:
-        """A subclass may override methods the stock class does not have."""
+    def subclass_review(self, target: Target) -> str:
+        """What to check in a subclass: it may override methods the stock class does not have."""
+        return ""
 
     def module_of(self, target: Target) -> str:
         return target.module
 
-    def finish(self, legacy: str, target: Target, edits: ArgumentEdits, node: cst.CSTNode) -> None:
-        self.report_edits(f"{legacy} -> {self.module_of(target)}.{target.name}", edits, node)
+    def finish(self, legacy: str, target: Target, edits: ArgumentEdits, node: cst.CSTNode, replacement) -> Edit:
+        return self.report_edits(f"{legacy} -> {self.module_of(target)}.{target.name}", edits, node, replacement)
 
-    def report_edits(self, headline: str, edits: ArgumentEdits, node: cst.CSTNode) -> None:
-        """TODOs for what is left to do, the note for the report, and one review marker for the rest."""
+    def report_edits(self, headline: str, edits: ArgumentEdits, node: cst.CSTNode, replacement) -> Edit:
+        """TODOs for what is left to do, and the edit: its note for the report, one review marker for the rest."""
         for message in edits.manuals:
             self.ctx.manual(node, message)
-        self.ctx.note("; ".join([headline, *edits.notes]))
+        message = "; ".join([headline, *edits.notes])
         if edits.reviews:
-            self.ctx.review("; ".join(edits.reviews))
-        elif self.meta.safety == REVIEW:
-            self.ctx.confirm_safe()
+            return Edit(replacement, message=message, review="; ".join(edits.reviews))
+        return Edit(replacement, message=message, safe=self.meta.safety == REVIEW)
 
     def accepts(self, node: cst.CSTNode, owner: str, name: str, table_owner: str = "") -> bool:
         """Whether the target release of ``owner`` takes ``name``: the installed source when there is
@@ -627,7 +631,7 @@ class RenameRule(Rule):
             return True if table is None else table
         present = name in real
         if table is not None and table != present:
-            seen = self.ctx.facts.setdefault("optimum_training_disagreements", set())
+            seen = self.ctx.fact(REPORTED_DISAGREEMENTS)
             if (owner, name) not in seen:
                 seen.add((owner, name))
                 package = hf.OWNER_PACKAGE.get(owner, "transformers")
@@ -653,8 +657,8 @@ class TrainerRule(RenameRule):
         edits = ArgumentEdits()
         self.processing_class(original, call, edits)
         func = self.ctx.expr(self.stock_name(target))
-        self.finish(legacy, target, edits, original)
-        return rebuilt(call.with_changes(func=func), edited_args(call.args, edits))
+        renamed = rebuilt(call.with_changes(func=func), edited_args(call.args, edits))
+        return self.finish(legacy, target, edits, original, renamed)
 
     def processing_class(self, node: cst.Call, call: cst.Call, edits: ArgumentEdits) -> None:
         keywords = {arg.keyword.value for arg in call.args if arg.keyword}
@@ -669,8 +673,14 @@ class TrainerRule(RenameRule):
         edits.rename["tokenizer"] = "processing_class"
         edits.notes.append("tokenizer= passed as processing_class=")
 
-    def subclass_review(self, target: Target) -> None:
-        self.ctx.review(f"check the methods this subclass overrides against {target.module}.{target.name}")
+    def subclass_review(self, target: Target) -> str:
+        return f"check the methods this subclass overrides against {target.module}.{target.name}"
+
+
+PARSER_FLAGS_GONE = (
+    "command-line flags of Neuron-only fields (--tensor_parallel_size, --zero_1, ...) are gone; "
+    "pass --torch_compile true --torch_compile_backend neuron"
+)
 
 
 class ArgumentsRule(RenameRule):
@@ -712,8 +722,8 @@ class ArgumentsRule(RenameRule):
             )
         self.parallel(original, entries, target, edits)
         func = self.ctx.expr(self.stock_name(target))
-        self.finish(legacy, target, edits, original)
-        return rebuilt(call.with_changes(func=func), edited_args(call.args, edits))
+        renamed = rebuilt(call.with_changes(func=func), edited_args(call.args, edits))
+        return self.finish(legacy, target, edits, original, renamed)
 
     def refused_keys(self, node, keys: Iterable[str], target: Target) -> list[str]:
         """The keys of a spread dict that the stock class would reject (or that mean something else)."""
@@ -729,15 +739,13 @@ class ArgumentsRule(RenameRule):
         return refused
 
     def rename_reference(self, original, updated, qname: str):
-        if id(original) in script_facts(self.ctx).parser_elements:
-            self.ctx.review(
-                "command-line flags of Neuron-only fields (--tensor_parallel_size, --zero_1, ...) are gone; "
-                "pass --torch_compile true --torch_compile_backend neuron"
-            )
-        return super().rename_reference(original, updated, qname)
+        edit = super().rename_reference(original, updated, qname)
+        if edit.review or id(original) not in script_facts(self.ctx).parser_elements:
+            return edit
+        return replace(edit, review=PARSER_FLAGS_GONE)
 
-    def subclass_review(self, target: Target) -> None:
-        self.ctx.review(f"check this subclass's fields and defaults against {target.module}.{target.name}")
+    def subclass_review(self, target: Target) -> str:
+        return f"check this subclass's fields and defaults against {target.module}.{target.name}"
 
     # ----- one dict literal spread into the call ------------------------------------------------
     def leave_Dict(self, original: cst.Dict, updated: cst.Dict):
@@ -757,12 +765,12 @@ class ArgumentsRule(RenameRule):
             entries = {arg.keyword.value: arg.value for arg in updated.args}
         edits = self.plan(original, entries, target, context=None, additions=False)
         self.parallel(original, entries, target, edits)
-        self.report_edits(f"keyword arguments for {target.name} edited", edits, original)
         if isinstance(updated, cst.Dict):
             result = edited_dict(updated, edits)
         else:
             result = rebuilt(updated, edited_args(updated.args, edits))
-        return result if code_of(result) != code_of(updated) else updated
+        result = result if code_of(result) != code_of(updated) else updated
+        return self.report_edits(f"keyword arguments for {target.name} edited", edits, original, result)
 
     # ----- the field map -------------------------------------------------------------------------
     def plan(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.rules import hf_fields as hf
-from neuron_migrate.rules.base import REVIEW, Example, Rule, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, register, Rule, RuleMeta
 from neuron_migrate.rules.optimum_inference.common import FLASH_REVIEW
 from neuron_migrate.rules.optimum_training.common import DOCS_HF, TRIGGERS, imports_optimum_neuron
 
@@ -50,15 +50,13 @@ class FlashAttentionDefault(Rule):
         for position, arg in enumerate(args):
             if arg.keyword is not None and arg.keyword.value == "default" and self._is_flash(arg.value):
                 args[position] = arg.with_changes(value=self._sdpa(arg.value))
-                self._report()
-                return updated.with_changes(args=args)
+                return self._edit(updated.with_changes(args=args))
         return updated
 
     def leave_AnnAssign(self, original: cst.AnnAssign, updated: cst.AnnAssign):
         if updated.value is None or not self._is_flash(updated.value) or not imports_optimum_neuron(self.ctx):
             return updated
-        self._report()
-        return updated.with_changes(value=self._sdpa(updated.value))
+        return self._edit(updated.with_changes(value=self._sdpa(updated.value)))
 
     @staticmethod
     def _is_flash(value: cst.BaseExpression) -> bool:
@@ -68,6 +66,7 @@ class FlashAttentionDefault(Rule):
     def _sdpa(value: cst.SimpleString) -> cst.SimpleString:
         return value.with_changes(value=f"{value.quote}{hf.NEURON_ATTENTION}{value.quote}")
 
-    def _report(self) -> None:
-        self.ctx.review(FLASH_REVIEW)
-        self.ctx.note(f'default "{hf.FLASH_ATTENTION}" -> "{hf.NEURON_ATTENTION}"')
+    @staticmethod
+    def _edit(replacement: cst.CSTNode) -> Edit:
+        message = f'default "{hf.FLASH_ATTENTION}" -> "{hf.NEURON_ATTENTION}"'
+        return Edit(replacement, message=message, review=FLASH_REVIEW)

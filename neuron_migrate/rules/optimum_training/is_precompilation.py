@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from neuron_migrate.rules.base import REVIEW, Example, Rule, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, register, Rule, RuleMeta
 from neuron_migrate.rules.optimum_training.common import DOCS_COMPILE, IS_PRECOMPILATION, TRIGGERS
 
 
@@ -34,5 +34,5 @@ class IsPrecompilation(Rule):
     calls = dict.fromkeys(IS_PRECOMPILATION, "false")
 
     def false(self, original, updated, qname):
-        self.ctx.review("neuron_parallel_compile is gone: this branch is dead code, delete it")
-        return self.ctx.expr("False")
+        dead = "neuron_parallel_compile is gone: this branch is dead code, delete it"
+        return Edit(self.ctx.expr("False"), review=dead)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.migrate.context import code_of
-from neuron_migrate.rules.base import REVIEW, Example, Rule, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, register, Rule, RuleMeta
 from neuron_migrate.rules.calls import bind_args, literal
 from neuron_migrate.rules.optimum_training.common import (
     DOCS_DISTRIBUTED,
@@ -103,14 +103,12 @@ class LazyLoadForParallelism(Rule):
         new = unwrap_with(self, original, updated, LAZY_LOAD)
         if new is updated:
             return updated
+        note = "`with lazy_load_for_parallelism(...)` removed: from_pretrained shards while loading"
         if not message:
-            self.ctx.confirm_safe()
-        elif manual:
-            self.ctx.todo(message)
-        else:
-            self.ctx.review(message)
-        self.ctx.note("`with lazy_load_for_parallelism(...)` removed: from_pretrained shards while loading")
-        return new
+            return Edit(new, message=note, safe=True)
+        if manual:
+            return Edit(new, message=note, todo=message)
+        return Edit(new, message=note, review=message)
 
     @staticmethod
     def _sizes(call: cst.Call) -> dict[str, str] | None:

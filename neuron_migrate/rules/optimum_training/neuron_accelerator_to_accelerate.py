@@ -68,9 +68,9 @@ class NeuronAcceleratorToAccelerate(RenameRule):
             elif name == "mixed_precision_config":
                 edits.drop.add(name)
                 self.mixed_precision(value, "mixed_precision" in keywords, edits)
-        self.finish(qname.rsplit(".", 1)[1], target, edits, original)
         func = self.ctx.expr(self.stock_name(target))
-        return rebuilt(updated.with_changes(func=func), edited_args(updated.args, edits))
+        renamed = rebuilt(updated.with_changes(func=func), edited_args(updated.args, edits))
+        return self.finish(qname.rsplit(".", 1)[1], target, edits, original, renamed)
 
     @staticmethod
     def mixed_precision(value, has_mixed_precision: bool, edits: ArgumentEdits) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from neuron_migrate.rules.base import SAFE, Example, RuleMeta, register
+from neuron_migrate.rules.base import SAFE, Edit, Example, register, RuleMeta
 from neuron_migrate.rules.optimum_training.common import DOCS_HF, DOCS_TRAINING_ARGS, PARSERS, TRIGGERS, RenameRule
 
 
@@ -29,5 +29,5 @@ class NeuronHfArgumentParserToHfArgumentParser(RenameRule):
     calls, references = RenameRule.tables(PARSERS, "rename_call")
 
     def rename_call(self, original, updated, qname):
-        self.ctx.note("NeuronHfArgumentParser -> transformers.HfArgumentParser")
-        return updated.with_changes(func=self.ctx.expr(self.stock_name(self.targets[qname])))
+        renamed = updated.with_changes(func=self.ctx.expr(self.stock_name(self.targets[qname])))
+        return Edit(renamed, message="NeuronHfArgumentParser -> transformers.HfArgumentParser")

@@ -13,6 +13,7 @@ from neuron_migrate.rules.optimum_training.common import (
     DOCS_ORPO,
     ORPO_CONFIGS,
     ORPO_TRAINERS,
+    REPORTED_DISAGREEMENTS,
     STARTUP,
     TRIGGERS,
     ArgumentsRule,
@@ -73,8 +74,9 @@ class NeuronOrpoToTrl(ArgumentsRule, TrainerRule):
         if hf.installed_version("trl") is None:
             return table
         real = hf.installed_fields("ORPOConfig") is not None
-        if real != table and not self.ctx.facts.get("optimum_training_orpo_reported"):
-            self.ctx.facts["optimum_training_orpo_reported"] = True
+        reported = self.ctx.fact(REPORTED_DISAGREEMENTS)
+        if real != table and ("trl", "experimental.orpo") not in reported:
+            reported.add(("trl", "experimental.orpo"))
             where = "has" if real else "has no"
             self.ctx.report(
                 self.current,
@@ -95,5 +97,5 @@ class NeuronOrpoToTrl(ArgumentsRule, TrainerRule):
         self.current = original
         return super().rename_reference(original, updated, qname)
 
-    def subclass_review(self, target: Target) -> None:
-        self.ctx.review(f"check the methods and fields this subclass overrides against trl's {target.name}")
+    def subclass_review(self, target: Target) -> str:
+        return f"check the methods and fields this subclass overrides against trl's {target.name}"

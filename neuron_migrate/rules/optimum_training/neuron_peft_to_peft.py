@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from neuron_migrate.rules.base import SAFE, Example, RuleMeta, register
+from neuron_migrate.rules.base import SAFE, Edit, Example, register, RuleMeta
 from neuron_migrate.rules.optimum_training.common import DOCS_HF, DOCS_PEFT, PEFT, TRIGGERS, RenameRule
 
 
@@ -26,5 +26,5 @@ class NeuronPeftToPeft(RenameRule):
     calls, references = RenameRule.tables(PEFT, "rename_call", methods=("from_pretrained",))
 
     def rename_call(self, original, updated, qname):
-        self.ctx.note(f"{qname.rsplit('.', 1)[1]} -> peft.{self.targets[qname].name}")
-        return updated.with_changes(func=self.ctx.expr(self.stock_name(self.targets[qname])))
+        message = f"{qname.rsplit('.', 1)[1]} -> peft.{self.targets[qname].name}"
+        return Edit(updated.with_changes(func=self.ctx.expr(self.stock_name(self.targets[qname]))), message=message)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.migrate.context import code_of
-from neuron_migrate.rules.base import SAFE, Example, Rule, RuleMeta, register
+from neuron_migrate.rules.base import SAFE, Edit, Example, register, Rule, RuleMeta
 from neuron_migrate.rules.optimum_training.common import (
     SKIP_DECORATOR,
     SKIP_WHY,
@@ -78,11 +78,11 @@ class TestDecorators(Rule):
         )
         self.ctx.add_setup(original, skip, SKIP_WHY, unless=f"{SKIP_DECORATOR} =")
         mark = TEST_DECORATORS[name]
-        self.ctx.note(f"@{name} -> @{SKIP_DECORATOR}" + (f" and @pytest.mark.{mark}" if mark else ""))
+        message = f"@{name} -> @{SKIP_DECORATOR}" + (f" and @pytest.mark.{mark}" if mark else "")
         if mark is None:
-            return cst.Name(SKIP_DECORATOR)
+            return Edit(cst.Name(SKIP_DECORATOR), message=message)
         self.marked.add(id(original))
-        return self.ctx.expr(f"{self.ctx.require_import('pytest')}.mark.{mark}")
+        return Edit(self.ctx.expr(f"{self.ctx.require_import('pytest')}.mark.{mark}"), message=message)
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
         return self._with_skips(original, updated)
@@ -102,6 +102,5 @@ class TestDecorators(Rule):
                 has_skip = True  # one skip is enough for several marks
         if len(decorators) == len(updated.decorators):
             return updated
-        self.ctx.confirm_safe()
-        self.ctx.note(f"@{SKIP_DECORATOR} added after the pytest mark")
-        return updated.with_changes(decorators=decorators)
+        added = f"@{SKIP_DECORATOR} added after the pytest mark"
+        return Edit(updated.with_changes(decorators=decorators), message=added, safe=True)

@@ -6,7 +6,7 @@ from typing import ClassVar
 
 import libcst as cst
 
-from neuron_migrate.rules.base import SAFE, Example, Rule, RuleMeta, StatementReplacement, register
+from neuron_migrate.rules.base import SAFE, Edit, Example, register, Rule, RuleMeta, StatementReplacement
 from neuron_migrate.rules.calls import new_keyword
 from neuron_migrate.rules.optimum_inference.common import stock_loading_args
 from neuron_migrate.rules.optimum_training.common import (
@@ -63,8 +63,7 @@ class TrainingModelFromPretrained(Rule):
         """``from_pretrained(model_id, TrainingNeuronConfig(...))``: the config call goes with its argument."""
         if id(original) not in script_facts(self.ctx).skip_nodes:
             return updated
-        self.ctx.note("TrainingNeuronConfig folded into distributed_config")
-        return updated.with_changes()
+        return Edit(updated.with_changes(), message="TrainingNeuronConfig folded into distributed_config")
 
     def from_pretrained(self, original: cst.Call, updated: cst.Call, qname: str):
         stock = FROM_PRETRAINED[qname]
@@ -99,16 +98,14 @@ class TrainingModelFromPretrained(Rule):
                     else ""
                 )
             )
-        if reviews:
-            self.ctx.review("; ".join(reviews))
         name = self.ctx.require_from_import("transformers", stock)
         note = f"{qname.rsplit('.', 2)[1]}.from_pretrained -> transformers.{stock}.from_pretrained"
-        self.ctx.note(note + (f"; dropped {', '.join(dropped)}" if dropped else ""))
+        note += f"; dropped {', '.join(dropped)}" if dropped else ""
         func = updated.func.with_changes(value=self.ctx.expr(name))
-        return with_args(updated.with_changes(func=func), args)
+        return Edit(with_args(updated.with_changes(func=func), args), message=note, review="; ".join(reviews))
 
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated):
         if id(original) not in script_facts(self.ctx).deletable_lines:
             return updated
-        self.ctx.note("trn_config assignment removed: only the from_pretrained call read it")
-        return StatementReplacement([])
+        removed = "trn_config assignment removed: only the from_pretrained call read it"
+        return Edit(StatementReplacement([]), message=removed)
