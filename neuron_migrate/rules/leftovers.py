@@ -10,7 +10,7 @@ import libcst as cst
 
 from neuron_migrate.migrate.context import code_of
 from neuron_migrate.rules import LEGACY_MODULES
-from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, RuleMeta, register
+from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Edit, Example, register, Rule, RuleMeta
 from neuron_migrate.rules.calls import literal
 
 DOCS_NATIVE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
@@ -167,5 +167,5 @@ class LegacyModuleLoadedCheck(Rule):
         check = code_of(original).strip()
         value = "True" if negated else "False"
         then = "drop the check, keep what it guarded" if negated else "delete the code that only ran on the legacy stack"
-        self.ctx.review(f"`{check}` is always {value} on TorchNeuron: folded to {value}; {then}")
-        return cst.Name(value, lpar=updated.lpar, rpar=updated.rpar)
+        folded = cst.Name(value, lpar=updated.lpar, rpar=updated.rpar)
+        return Edit(folded, review=f"`{check}` is always {value} on TorchNeuron: folded to {value}; {then}")

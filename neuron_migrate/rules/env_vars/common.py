@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from neuron_migrate.rules.base import Rule, StatementReplacement
+from neuron_migrate.rules.base import Edit, Rule, StatementReplacement
 
 DOCS_ENV = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/env-vars.html"
 DOCS_BF16 = (
@@ -337,16 +337,11 @@ class _EnvVarRule(Rule):
                 body.append(result)
         if len(body) == len(updated.body) and all(a is b for a, b in zip(body, updated.body)):
             return updated
-        if self.reviews:
-            self.ctx.review("; ".join(self.reviews))
-        if self.notes:
-            self.ctx.note("; ".join(self.notes))
-        if self.todos:
-            self.ctx.todo("; ".join(self.todos))
+        said = {"review": "; ".join(self.reviews), "message": "; ".join(self.notes), "todo": "; ".join(self.todos)}
         if not body:
-            return StatementReplacement([])
+            return Edit(StatementReplacement([]), **said)
         body[-1] = body[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
-        return updated.with_changes(body=body)
+        return Edit(updated.with_changes(body=body), **said)
 
     def _statement(self, before: cst.BaseSmallStatement, small: cst.BaseSmallStatement):
         """The statement with this rule's settings applied; None when nothing of it remains."""
@@ -447,10 +442,10 @@ class _EnvVarRule(Rule):
                 message += "; this call's value is used, so remove the setting by hand"
             self.ctx.manual(original, message)
             return updated
-        self.ctx.review(decision.message)
         if decision.kind == RENAME:
-            return updated.deep_replace(args[0].value, _renamed(args[0].value, name, decision.rename_to))
-        return _with_setter_value(updated, decision.value)
+            renamed = updated.deep_replace(args[0].value, _renamed(args[0].value, name, decision.rename_to))
+            return Edit(renamed, review=decision.message)
+        return Edit(_with_setter_value(updated, decision.value), review=decision.message)
 
 
 def _with_value(node, value):

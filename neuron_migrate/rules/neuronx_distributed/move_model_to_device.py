@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from neuron_migrate.migrate.context import code_of
-from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, register, RuleMeta
 from neuron_migrate.rules.calls import receiver
 from neuron_migrate.rules.neuronx_distributed.common import DOCS_DISTRIBUTED, TRIGGERS, NxdRule, move_arguments
 from neuron_migrate.rules.neuronx_trace.common import LegacyUse
@@ -50,6 +50,6 @@ class MoveModelToDevice(NxdRule):
             return updated
         bound = move_arguments(updated)
         device = code_of(bound["device"].value) if "device" in bound else '"neuron"'
-        self.ctx.note("move_model_to_device -> Module.to")
-        self.ctx.review("check no code reads NxD partition attributes (`param.tensor_model_parallel`) after the move")
-        return self.ctx.expr(f"{receiver(bound['model'].value)}.to({device})")
+        moved = self.ctx.expr(f"{receiver(bound['model'].value)}.to({device})")
+        review = "check no code reads NxD partition attributes (`param.tensor_model_parallel`) after the move"
+        return Edit(moved, message="move_model_to_device -> Module.to", review=review)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, register, RuleMeta
 from neuron_migrate.rules.neuronx_distributed.common import (
     DOCS_PEFT,
     NXD_LORA_NAMES,
@@ -62,9 +62,8 @@ class NxdLoraToPeft(NxdRule):
         review = "apply it with `peft.get_peft_model(model, config)` (NxD applied it in initialize_parallel_model)"
         if missing:
             review += f"; peft default for what is not given: {', '.join(missing)}"
-        self.ctx.note("NxD LoraConfig -> peft.LoraConfig")
-        self.ctx.review(review)
-        return updated.with_changes(func=self.ctx.expr(name))
+        renamed = updated.with_changes(func=self.ctx.expr(name))
+        return Edit(renamed, message="NxD LoraConfig -> peft.LoraConfig", review=review)
 
     def other(self, original, updated, use: LegacyUse, api: str):
         self.ctx.manual(original, "use peft: `peft.get_peft_model(model, peft.LoraConfig(...))`")

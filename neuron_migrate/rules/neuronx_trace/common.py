@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import ClassVar
@@ -9,7 +10,7 @@ from typing import ClassVar
 import libcst as cst
 
 from neuron_migrate.migrate.context import FileContext, code_of, root_name
-from neuron_migrate.rules.base import Rule
+from neuron_migrate.rules.base import Fact, Rule
 from neuron_migrate.rules.calls import literal
 from neuron_migrate.rules.xla_step.common import source_text
 
@@ -92,16 +93,19 @@ class _LegacyUses(cst.CSTVisitor):
 
 def legacy_uses(ctx: FileContext, prefixes: tuple[str, ...]) -> dict[int, LegacyUse]:
     """id(node) -> use, for every use of a name under ``prefixes`` in the file (computed once)."""
-    key = ("legacy_uses", prefixes)
-    if key not in ctx.facts:
-        uses: dict[int, LegacyUse] = {}
-        roots = {p.split(".")[0] for p in prefixes}
-        if any(root in source_text(ctx) for root in roots):
-            finder = _LegacyUses(ctx, prefixes)
-            ctx.module.visit(finder)
-            uses = finder.found
-        ctx.facts[key] = uses
-    return ctx.facts[key]  # type: ignore[return-value]
+    return ctx.fact(_legacy_uses_fact(prefixes))
+
+
+@functools.cache
+def _legacy_uses_fact(prefixes: tuple[str, ...]) -> Fact[dict[int, LegacyUse]]:
+    def find(ctx: FileContext) -> dict[int, LegacyUse]:
+        if not any(p.split(".")[0] in source_text(ctx) for p in prefixes):
+            return {}
+        finder = _LegacyUses(ctx, prefixes)
+        ctx.module.visit(finder)
+        return finder.found
+
+    return Fact(f"legacy_uses{prefixes}", find)
 
 
 class LegacyUseRule(Rule):
@@ -130,12 +134,14 @@ class LegacyUseRule(Rule):
         raise NotImplementedError
 
 
+IMPORTS_TORCH_NEURONX = Fact(
+    "imports_torch_neuronx",
+    lambda ctx: bool(re.search(r"^\s*(?:import|from)\s+torch_neuronx\b", source_text(ctx), re.MULTILINE)),
+)
+
+
 def imports_torch_neuronx(ctx: FileContext) -> bool:
-    if "imports_torch_neuronx" not in ctx.facts:
-        ctx.facts["imports_torch_neuronx"] = bool(
-            re.search(r"^\s*(?:import|from)\s+torch_neuronx\b", source_text(ctx), re.MULTILINE)
-        )
-    return bool(ctx.facts["imports_torch_neuronx"])
+    return ctx.fact(IMPORTS_TORCH_NEURONX)
 
 
 def one_line(node: cst.CSTNode, limit: int = 40) -> str | None:
@@ -175,13 +181,18 @@ class _FunctionNames(cst.CSTVisitor):
         self.names.add(node.name.value)
 
 
+def _function_names(ctx: FileContext) -> set[str]:
+    finder = _FunctionNames()
+    ctx.module.visit(finder)
+    return finder.names
+
+
+FUNCTION_NAMES = Fact("function_names", _function_names)
+
+
 def function_names(ctx: FileContext) -> set[str]:
     """Names the file defines with ``def``: traced plain functions, not modules."""
-    if "function_names" not in ctx.facts:
-        finder = _FunctionNames()
-        ctx.module.visit(finder)
-        ctx.facts["function_names"] = finder.names
-    return ctx.facts["function_names"]  # type: ignore[return-value]
+    return ctx.fact(FUNCTION_NAMES)
 
 
 def compiler_flags(arg: cst.Arg) -> str:
@@ -216,12 +227,17 @@ class _TracedNames(cst.CSTVisitor):
         return isinstance(value, cst.Call) and bool(self.ctx.any_qualified_name(value.func, TRACE))
 
 
+def _traced_names(ctx: FileContext) -> set[str]:
+    finder = _TracedNames(ctx)
+    ctx.module.visit(finder)
+    return finder.names
+
+
+TRACED_NAMES = Fact("traced_names", _traced_names)
+
+
 def traced_names(ctx: FileContext) -> set[str]:
-    if "traced_names" not in ctx.facts:
-        finder = _TracedNames(ctx)
-        ctx.module.visit(finder)
-        ctx.facts["traced_names"] = finder.names
-    return ctx.facts["traced_names"]  # type: ignore[return-value]
+    return ctx.fact(TRACED_NAMES)
 
 
 # ----- NM407: data_parallel.device_count -> torch.neuron.device_count --------------------------------

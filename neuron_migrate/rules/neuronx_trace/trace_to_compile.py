@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.migrate.context import code_of
-from neuron_migrate.rules.base import REVIEW, Example, Rule, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, register, Rule, RuleMeta
 from neuron_migrate.rules.calls import bind_args, receiver
 from neuron_migrate.rules.neuronx_trace.common import (
     COMPILE_LATER,
@@ -72,11 +72,12 @@ class TraceToCompile(Rule):
             return updated
         torch = self.ctx.require_import("torch")
         target = self._compiled_target(bound["func"].value)
-        self.ctx.review("; ".join(self._review_notes(bound)))
+        review = "; ".join(self._review_notes(bound))
         dropped = [f"{name} ({why})" for name, why in DROPPED_SILENTLY.items() if name in bound]
         note = "traced model -> torch.compile on the neuron device"
-        self.ctx.note(note + (f"; dropped {', '.join(dropped)}" if dropped else ""))
-        return self.ctx.expr(f'{torch}.compile({target}, backend="neuron", fullgraph=True)')
+        note += f"; dropped {', '.join(dropped)}" if dropped else ""
+        compiled = self.ctx.expr(f'{torch}.compile({target}, backend="neuron", fullgraph=True)')
+        return Edit(compiled, message=note, review=review)
 
     def manual_reference(self, original: cst.CSTNode, updated: cst.CSTNode, qname: str):
         self.ctx.manual(original, f"call torch.compile where this is used: `{COMPILE_LATER}`")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, register, RuleMeta
 from neuron_migrate.rules.optimum_diffusers.common import COMPONENTS, COMPONENT_NAMES
 from neuron_migrate.rules.optimum_inference.common import (
     ANNOTATION,
@@ -63,6 +63,6 @@ class CompiledPipelineComponents(NeuronLoaderRule):
         if self.context_of(original) not in (ISINSTANCE, ANNOTATION):
             self.ctx.manual(original, f"{name} was the compiled {role}: use the stock pipeline's {role} ({stock})")
             return updated
-        self.ctx.review(f"{name} was the compiled {role}; a stock pipeline's {role} is a {stock}")
-        self.ctx.note(f"{name} -> {module}.{stock}")
-        return self.ctx.expr(self.ctx.require_from_import(module, stock))
+        review = f"{name} was the compiled {role}; a stock pipeline's {role} is a {stock}"
+        stock_name = self.ctx.expr(self.ctx.require_from_import(module, stock))
+        return Edit(stock_name, message=f"{name} -> {module}.{stock}", review=review)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, register, RuleMeta
 from neuron_migrate.rules.calls import new_keyword
 from neuron_migrate.rules.optimum_diffusers.common import (
     ADAPTER_KEYWORDS,
@@ -121,12 +121,11 @@ class DiffusionPipelineToDiffusers(NeuronLoaderRule):
         loaded = with_args(updated.with_changes(func=func), reading.rebuilt(updated, rename) + extra)
         to_device = cst.Attribute(value=loaded, attr=cst.Name("to"))
         new = cst.Call(func=to_device, args=[cst.Arg(cst.SimpleString('"neuron"'))])
-        self.ctx.review("; ".join(review) or "keep height, width and batch size fixed across pipe(...) calls")
+        checks = "; ".join(review) or "keep height, width and batch size fixed across pipe(...) calls"
         note = f'{legacy} -> {target} on device "neuron"' + (f"; dropped {', '.join(dropped)}" if dropped else "")
-        self.ctx.note(note + self.spread_note(reading))
         if parallel is not None:
             self.follow_with(load, parallel, f"{target}'s denoiser is sharded with diffusers tensor parallelism")
-        return new
+        return Edit(new, message=note + self.spread_note(reading), review=checks)
 
     def _tensor_parallel(self, settings: ExportSettings, target: str, load: Load, review, dropped) -> str | None:
         """The statement that shards the denoiser, or None (dropped, with a note saying why)."""

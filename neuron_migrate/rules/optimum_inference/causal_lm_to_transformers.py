@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.migrate.context import code_of
-from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, RuleMeta, register
 from neuron_migrate.rules.calls import new_keyword
 from neuron_migrate.rules.optimum_inference.common import (
     CAUSAL_LM,
@@ -95,11 +95,10 @@ class CausalLMToTransformers(TransformersModelRule):
         review = migration.review
         if plan == "none":
             review.append(f"generate with {STATIC_CACHE}")
-        self.ctx.review("; ".join([*review, VLLM]))
         if plan == "config":
             setting = f'{load.target}.generation_config.cache_implementation = "static"\n'
             self.follow_with(load, setting, "generate() uses a static KV cache: fixed shapes, one graph per length")
-        return new
+        return Edit(new, message=migration.message, review="; ".join([*review, VLLM]))
 
     def static_cache_plan(self, load: Load) -> str:
         """"generate": add the keyword to the model's generate() calls; "config": set it on the
@@ -112,7 +111,7 @@ class CausalLMToTransformers(TransformersModelRule):
         return "none"
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
-        if not self.ctx.facts.get(LOADER_REGISTRY) or not isinstance(original.func, cst.Attribute):
+        if not self.ctx.fact(LOADER_REGISTRY) or not isinstance(original.func, cst.Attribute):
             return updated
         if original.func.attr.value != "generate":
             return updated
@@ -121,9 +120,9 @@ class CausalLMToTransformers(TransformersModelRule):
             return updated
         if any(arg.keyword is not None and arg.keyword.value == "cache_implementation" for arg in original.args):
             return updated
-        self.ctx.confirm_safe()
-        self.ctx.note("generate() uses a static KV cache: fixed shapes, one compiled graph per length")
-        return with_args(updated, [*updated.args, new_keyword("cache_implementation", '"static"')])
+        static = with_args(updated, [*updated.args, new_keyword("cache_implementation", '"static"')])
+        note = "generate() uses a static KV cache: fixed shapes, one compiled graph per length"
+        return Edit(static, message=note, safe=True)
 
     def ahead_of_time(self, original: cst.Call, updated: cst.Call, qname: str):
         model_id = code_of(original.args[0].value) if original.args and not original.args[0].star else "model_id"

@@ -11,7 +11,7 @@ from libcst.metadata import ScopeProvider
 from neuron_migrate.migrate.context import FileContext, code_of
 from neuron_migrate.migrate.imports import is_shim
 from neuron_migrate.rules import hf_fields as hf
-from neuron_migrate.rules.base import Rule, StatementReplacement
+from neuron_migrate.rules.base import Edit, Fact, Rule, StatementReplacement
 from neuron_migrate.rules.calls import UNKNOWN, keyword_arg, literal, new_keyword
 from neuron_migrate.rules.optimum_names import optimum_names, with_methods
 from neuron_migrate.rules.xla_step.common import with_args
@@ -265,8 +265,10 @@ def read_call(call: cst.Call, spread: Callable[[cst.BaseExpression], tuple[str, 
 
 # ----- the file's loading calls: one scan shared by the loader rules ------------------------------
 
-LOADER_REGISTRY = "optimum_loaders"  # ctx.facts key: qname of a loading call -> the active rule handling it
-LOADER_INDEX = "optimum_loader_index"
+# qname of a loading call -> the active rule handling it; filled by each rule's visit_Module
+LOADER_REGISTRY: Fact[dict[str, NeuronLoaderRule]] = Fact("optimum_loaders", lambda ctx: {})
+# every loading call of the file and what it feeds, read once the registry is filled
+LOADER_INDEX: Fact[LoaderIndex] = Fact("optimum_loader_index", lambda ctx: LoaderIndex(ctx, ctx.fact(LOADER_REGISTRY)))
 # Methods of a loaded model that these rules look at.
 WATCHED_METHODS = ("generate", "save_pretrained", "push_to_hub")
 NEURON_CONFIG = "neuron_config"  # the compiled model's export settings
@@ -485,6 +487,7 @@ class Migration:
     args: list[cst.Arg]
     review: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
+    message: str = ""
 
     def note(self, legacy: str, target: str, extra: str = "") -> str:
         text = f"{legacy} -> {target}{extra}"
@@ -665,7 +668,7 @@ class NeuronLoaderRule(Rule):
         self.follow_ups: dict[int, tuple[str, str]] = {}
 
     def visit_Module(self, node: cst.Module) -> None:
-        registry = self.ctx.facts.setdefault(LOADER_REGISTRY, {})
+        registry = self.ctx.fact(LOADER_REGISTRY)
         for qname in self.loads:
             # An imported name's qualified name starts with a module the file spells out: a file that
             # never names the package has no such load, and no loader index to build.
@@ -673,9 +676,7 @@ class NeuronLoaderRule(Rule):
                 registry.setdefault(qname, self)
 
     def index(self) -> LoaderIndex:
-        if LOADER_INDEX not in self.ctx.facts:
-            self.ctx.facts[LOADER_INDEX] = LoaderIndex(self.ctx, self.ctx.facts.get(LOADER_REGISTRY, {}))
-        return self.ctx.facts[LOADER_INDEX]  # type: ignore[return-value]
+        return self.ctx.fact(LOADER_INDEX)
 
     def load_of(self, original: cst.Call) -> Load:
         return self.index().loads[id(original)]
@@ -692,19 +693,16 @@ class NeuronLoaderRule(Rule):
         keys the migrated loading calls now spell out."""
         if id(original) in self.follow_ups:
             statement, why = self.follow_ups.pop(id(original))
-            self.ctx.confirm_safe()
-            self.ctx.note(why)
             # The engine gives the first statement the line's own comments and the last its trailing one.
             first = updated.with_changes(leading_lines=[], trailing_whitespace=cst.TrailingWhitespace())
-            return StatementReplacement([first, *self.ctx.statements(statement)])
-        if not self.ctx.facts.get(LOADER_REGISTRY):
+            return Edit(StatementReplacement([first, *self.ctx.statements(statement)]), message=why, safe=True)
+        if not self.ctx.fact(LOADER_REGISTRY):
             return updated
         owner = self.index().deleted_dicts.get(id(original))
         if owner is None or owner[0] is not self:
             return updated
-        self.ctx.confirm_safe()
-        self.ctx.note(f"`{owner[1]}` removed: the loading call it fed now passes what it still needs")
-        return StatementReplacement([])
+        removed = f"`{owner[1]}` removed: the loading call it fed now passes what it still needs"
+        return Edit(StatementReplacement([]), message=removed, safe=True)
 
     def spread_note(self, reading: Reading) -> str:
         kept = sorted(set(reading.spreads.values()) & self.index().kept_dicts)
@@ -750,12 +748,11 @@ class NeuronLoaderRule(Rule):
         if context == OTHER:
             self.ctx.manual(original, f"use `{target}` and load with `{load}`, without the Neuron export arguments")
             return updated
+        stock = self.ctx.expr(self.ctx.require_from_import(module, target))
         if context == BASE:
-            self.ctx.review(f"{legacy} was a compiled Neuron class; check the overridden methods still apply")
-        else:
-            self.ctx.confirm_safe()
-        self.ctx.note(f"{legacy} -> {target}")
-        return self.ctx.expr(self.ctx.require_from_import(module, target))
+            review = f"{legacy} was a compiled Neuron class; check the overridden methods still apply"
+            return Edit(stock, message=f"{legacy} -> {target}", review=review)
+        return Edit(stock, message=f"{legacy} -> {target}", safe=True)
 
 
 class TransformersModelRule(NeuronLoaderRule):
@@ -826,7 +823,7 @@ class TransformersModelRule(NeuronLoaderRule):
         migration.review += [attention] if attention else []
         cls = self.ctx.require_from_import("transformers", target)
         new = with_args(updated.with_changes(func=self.ctx.expr(f"{cls}.from_pretrained")), migration.args)
-        self.ctx.note(migration.note(legacy, target, ' on device "neuron"' + self.spread_note(reading)))
+        migration.message = migration.note(legacy, target, ' on device "neuron"' + self.spread_note(reading))
         return new, migration
 
     def shapes_review(self, shapes: dict[str, str]) -> str:
@@ -855,12 +852,12 @@ class TransformersModelRule(NeuronLoaderRule):
             else:
                 self.ctx.manual(original, f"use `{target}` and load with `{load}`, without the Neuron export arguments")
             return updated
+        base = self.transformers_name("PreTrainedModel")
+        message = f"{legacy} -> PreTrainedModel ({target} loads it)"
         if context == ISINSTANCE:
-            self.ctx.review(f"any transformers model matches PreTrainedModel; {legacy} matched only this task")
-        else:
-            self.ctx.confirm_safe()
-        self.ctx.note(f"{legacy} -> PreTrainedModel ({target} loads it)")
-        return self.transformers_name("PreTrainedModel")
+            review = f"any transformers model matches PreTrainedModel; {legacy} matched only this task"
+            return Edit(base, message=message, review=review)
+        return Edit(base, message=message, safe=True)
 
 
 def _class_calls(targets: dict[str, str], **methods: str) -> dict[str, str]:

@@ -51,7 +51,7 @@ class CompiledModelSave(NeuronLoaderRule):
     follow_up_todos = True
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
-        if not self.ctx.facts.get(LOADER_REGISTRY) or not isinstance(original.func, cst.Attribute):
+        if not self.ctx.fact(LOADER_REGISTRY) or not isinstance(original.func, cst.Attribute):
             return updated
         if original.func.attr.value not in ("save_pretrained", "push_to_hub"):
             return updated

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.migrate.context import code_of
-from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, RuleMeta, register
 from neuron_migrate.rules.optimum_inference.common import (
     DOCS_STATIC_SHAPES,
     DOCS_WHAT_CHANGES,
@@ -58,7 +58,7 @@ class CompiledModelSettings(NeuronLoaderRule):
     )
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
-        if not self.ctx.facts.get(LOADER_REGISTRY) or NEURON_CONFIG not in (original.attr.value, _inner_attr(original)):
+        if not self.ctx.fact(LOADER_REGISTRY) or NEURON_CONFIG not in (original.attr.value, _inner_attr(original)):
             return updated
         index = self.index()
         found = index.neuron_configs.get(id(original))
@@ -74,12 +74,12 @@ class CompiledModelSettings(NeuronLoaderRule):
                 "sequence length your inputs are padded to",
             )
             return updated
-        self.ctx.review(
+        review = (
             f"{value} is the {field_name.replace('_', ' ')} the model was compiled for; a stock model has no "
             "neuron_config: keep it only as the shape you pad inputs to"
         )
-        self.ctx.note(f"{code_of(original)} -> {value} (the load call's {field_name})")
-        return cst.Integer(value)
+        note = f"{code_of(original)} -> {value} (the load call's {field_name})"
+        return Edit(cst.Integer(value), message=note, review=review)
 
     @staticmethod
     def _compiled_value(load: Load | None, field_name: str | None) -> str | None:

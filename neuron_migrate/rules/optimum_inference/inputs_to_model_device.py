@@ -5,9 +5,10 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.migrate.context import code_of
-from neuron_migrate.rules.base import SAFE, Example, RuleMeta, register
+from neuron_migrate.rules.base import SAFE, Edit, Example, Fact, RuleMeta, register
 from neuron_migrate.rules.optimum_inference.common import (
     DOCS_HF_INFERENCE,
+    LOADER_INDEX,
     LOADER_REGISTRY,
     OPTIMUM_TRIGGERS,
     TENSOR_KEYWORDS,
@@ -54,9 +55,9 @@ class InputsToModelDevice(NeuronLoaderRule):
     )
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
-        if not self.ctx.facts.get(LOADER_REGISTRY):
+        if not self.ctx.fact(LOADER_REGISTRY):
             return updated
-        found = self.plan().get(id(original))
+        found = self.ctx.fact(INPUTS_PLAN).get(id(original))
         if found is None:
             return updated
         receiver, positions = found
@@ -65,19 +66,13 @@ class InputsToModelDevice(NeuronLoaderRule):
         for position in positions:
             moved = cst.Call(func=cst.Attribute(value=args[position].value, attr=cst.Name("to")), args=[cst.Arg(device)])
             args[position] = args[position].with_changes(value=moved)
-        self.ctx.confirm_safe()
-        self.ctx.note(f"the tokenizer's tensors move to {receiver}.device: the model now runs on the neuron device")
-        return updated.with_changes(args=args)
+        moved_to = f"the tokenizer's tensors move to {receiver}.device: the model now runs on the neuron device"
+        return Edit(updated.with_changes(args=args), message=moved_to, safe=True)
 
-    def plan(self) -> dict[int, tuple[str, list[int]]]:
+    @staticmethod
+    def plan(ctx) -> dict[int, tuple[str, list[int]]]:
         """id(generate / forward call of a migrated model) -> (the model's code, arguments to move)."""
-        key = "optimum_inputs_plan"
-        if key not in self.ctx.facts:
-            self.ctx.facts[key] = self._plan()
-        return self.ctx.facts[key]  # type: ignore[return-value]
-
-    def _plan(self) -> dict[int, tuple[str, list[int]]]:
-        index = self.index()
+        index = ctx.fact(LOADER_INDEX)
         models = [l for l in index.loads.values() if l.migrates and isinstance(l.rule, TransformersModelRule)]
         if not models:
             return {}
@@ -91,23 +86,26 @@ class InputsToModelDevice(NeuronLoaderRule):
                 receiver = code_of(func)
             else:
                 continue
-            positions = [n for n, arg in enumerate(call.args) if self._carries_cpu_tensors(index, arg, n)]
+            positions = [n for n, arg in enumerate(call.args) if _carries_cpu_tensors(index, arg, n)]
             if positions:
                 out[id(call)] = (receiver, positions)
         return out
 
-    @staticmethod
-    def _carries_cpu_tensors(index: LoaderIndex, arg: cst.Arg, position: int) -> bool:
-        """``**inputs``, ``input_ids=inputs["input_ids"]`` or a first positional made of the tokenizer's tensors."""
-        if arg.star == "**":
-            value = arg.value
-        elif arg.star or not (
-            (arg.keyword is None and position == 0) or (arg.keyword is not None and arg.keyword.value in TENSOR_KEYWORDS)
-        ):
-            return False
-        else:
-            # inputs["input_ids"], inputs.input_ids: the item of a BatchEncoding
-            value = arg.value.value if isinstance(arg.value, (cst.Subscript, cst.Attribute)) else arg.value
-        if returns_tensors(value):
-            return True
-        return isinstance(value, cst.Name) and index.cpu_tensors(value)
+
+def _carries_cpu_tensors(index: LoaderIndex, arg: cst.Arg, position: int) -> bool:
+    """``**inputs``, ``input_ids=inputs["input_ids"]`` or a first positional made of the tokenizer's tensors."""
+    if arg.star == "**":
+        value = arg.value
+    elif arg.star or not (
+        (arg.keyword is None and position == 0) or (arg.keyword is not None and arg.keyword.value in TENSOR_KEYWORDS)
+    ):
+        return False
+    else:
+        # inputs["input_ids"], inputs.input_ids: the item of a BatchEncoding
+        value = arg.value.value if isinstance(arg.value, (cst.Subscript, cst.Attribute)) else arg.value
+    if returns_tensors(value):
+        return True
+    return isinstance(value, cst.Name) and index.cpu_tensors(value)
+
+
+INPUTS_PLAN = Fact("optimum_inputs_plan", InputsToModelDevice.plan)

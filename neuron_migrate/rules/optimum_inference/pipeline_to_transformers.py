@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.migrate.context import code_of
-from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, RuleMeta, register
 from neuron_migrate.rules.calls import keyword_arg, new_keyword
 from neuron_migrate.rules.optimum_inference.common import (
     DOCS_HF_NATIVE,
@@ -105,14 +105,14 @@ class PipelineToTransformers(NeuronLoaderRule):
             if name is not None and name not in dropped:
                 args.append(arg if position < PIPELINE_POSITIONAL_KEPT else keyword_arg(arg, rename(keywords[name])))
         args += [arg for arg in reading.rebuilt(updated, rename) if arg.keyword is not None or arg.star] + extra
-        self.ctx.review("; ".join(review) or 'pad inputs to fixed shapes (padding="max_length")')
+        checks = "; ".join(review) or 'pad inputs to fixed shapes (padding="max_length")'
         function = self.ctx.require_from_import("transformers", "pipeline")
-        self.ctx.note(
+        note = (
             'optimum.neuron.pipeline -> transformers.pipeline on device "neuron"'
             + (f"; dropped {', '.join(dropped)}" if dropped else "")
             + self.spread_note(reading)
         )
-        return with_args(updated.with_changes(func=self.ctx.expr(function)), args)
+        return Edit(with_args(updated.with_changes(func=self.ctx.expr(function)), args), message=note, review=checks)
 
     @staticmethod
     def _export_settings(keywords: dict[str, Keyword]) -> tuple[list[str], list[str], dict[str, str], str | None]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, RuleMeta, register
 from neuron_migrate.rules.calls import new_keyword
 from neuron_migrate.rules.optimum_inference.common import (
     DOCS_HF_NATIVE,
@@ -98,11 +98,11 @@ class SentenceTransformersToStock(NeuronLoaderRule):
         if settings.shapes:
             review.append(self.shapes_review(settings.shapes))
         review += [r for r in (unresolved_review(original, reading), settings.checkpoint_review()) if r]
-        self.ctx.review("; ".join(review) or "encode() pads each batch to its longest text: lengths vary")
+        checks = "; ".join(review) or "encode() pads each batch to its longest text: lengths vary"
         name = self.ctx.require_from_import("sentence_transformers", "SentenceTransformer")
         note = f'{qname.rsplit(".", 2)[1]} -> SentenceTransformer on device "neuron"'
-        self.ctx.note(note + (f"; dropped {', '.join(dropped)}" if dropped else "") + self.spread_note(reading))
-        return with_args(updated.with_changes(func=self.ctx.expr(name)), args)
+        note += (f"; dropped {', '.join(dropped)}" if dropped else "") + self.spread_note(reading)
+        return Edit(with_args(updated.with_changes(func=self.ctx.expr(name)), args), message=note, review=checks)
 
     @staticmethod
     def shapes_review(shapes: dict[str, str]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Edit, Example, RuleMeta, register
 from neuron_migrate.rules.optimum_inference.common import (
     DOCS_HF_NATIVE,
     DOCS_STATIC_SHAPES,
@@ -71,5 +71,5 @@ class TaskModelToTransformers(TransformersModelRule):
         if migrated is None:
             return updated
         new, migration = migrated
-        self.ctx.review("; ".join(migration.review) or 'pad inputs to fixed shapes (padding="max_length")')
-        return new
+        review = "; ".join(migration.review) or 'pad inputs to fixed shapes (padding="max_length")'
+        return Edit(new, message=migration.message, review=review)
