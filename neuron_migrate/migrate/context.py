@@ -25,7 +25,7 @@ T = TypeVar("T")
 
 # A TODO marker this tool writes: ``# TODO(neuron-migrate NM123): <next step>``.
 _TODO_MARKER = re.compile(r"#\s*TODO\(neuron-migrate (?P<rule>NM\d+)\):\s*(?P<message>.*)")
-# How the TODO of an edit already made begins (see FileContext.todo): it describes what was done.
+# How the TODO of an edit already made begins (see Edit.todo): it describes what was done.
 EDIT_TODO_PREFIX = "deleted "
 
 
@@ -199,7 +199,6 @@ class FileContext:
     existing_imports: dict[str, str] = field(default_factory=dict)
     existing_from_imports: dict[tuple[str, str], str] = field(default_factory=dict)
     module_names: set[str] = field(default_factory=set)
-    facts: dict[str, object] = field(default_factory=dict)
     _facts: Facts = field(default_factory=Facts)
     _note: PendingNote = field(default_factory=PendingNote)
     _rule: RuleMeta | None = None
@@ -414,28 +413,6 @@ class FileContext:
         return list(cst.parse_module(text).body)
 
     # ----- talking to the report -------------------------------------------------------------
-    def note(self, message: str) -> None:
-        """Describe the edit the current rule is making (defaults to the rule title)."""
-        self._note.message = message
-
-    def confirm_safe(self) -> None:
-        """The edit being made is safe here even though the rule is usually reviewed."""
-        self._note.safety = SAFE
-
-    def review(self, message: str) -> None:
-        """Ask a human to check the edit being made: a review marker goes next to it."""
-        self._note.review = message
-        self._note.safety = REVIEW
-
-    def todo(self, message: str) -> None:
-        """The edit being made leaves work for a human (a deleted setting whose effect must now come
-        from code): it is reported as manual, and a TODO marker with the next step goes next to it.
-        The message begins with what was done ("deleted X: ..."): a rerun keeps that marker, while it
-        drops a TODO whose code below no longer holds what the TODO was about."""
-        if not message.startswith(EDIT_TODO_PREFIX):
-            message = EDIT_TODO_PREFIX + message
-        self._note.todo = message
-
     def manual(self, node: cst.CSTNode, message: str, fix: str = "") -> None:
         """Leave ``node`` as it is and put a TODO marker with the concrete next step on its line."""
         meta = self._require_rule()
@@ -473,6 +450,15 @@ class FileContext:
         if edit.todo:
             note.todo = edit.todo if edit.todo.startswith(EDIT_TODO_PREFIX) else EDIT_TODO_PREFIX + edit.todo
         return edit.replacement
+
+    def record_edit(self, meta: RuleMeta, node: cst.CSTNode, edit: Edit, after: str = "") -> None:
+        """Report an edit the engine made itself on a rule's behalf (an import nothing uses any more)."""
+        self.begin(meta)
+        try:
+            self.take(edit)
+            self.finish_edit(meta, node, after)
+        finally:
+            self.end()
 
     def begin(self, meta: RuleMeta) -> None:
         self._rule = meta

@@ -800,12 +800,7 @@ def _report_removed_imports(ctx: FileContext, plan: RulePlan, statements, remove
         statement = next((s for s in statements if text in _import_texts(s)), None)
         if statement is None:
             continue
-        ctx.begin(rule.meta)
-        try:
-            ctx.note(f"`{text}` removed: nothing uses it after the migration")
-            ctx.finish_edit(rule.meta, statement, "")
-        finally:
-            ctx.end()
+        ctx.record_edit(rule.meta, statement, Edit(None, message=f"`{text}` removed: nothing uses it after the migration"))
 
 
 def _import_texts(statement) -> set[str]:

@@ -77,7 +77,9 @@ class Edit:
     edit (the rule title when empty). ``review`` asks a human to check it: the finding is reviewed
     and a review marker goes next to it. ``safe`` says the edit is safe here though the rule is
     usually reviewed. ``todo`` is work the edit leaves (a deleted setting whose effect must now come
-    from code): the finding is manual and a TODO marker with that next step goes next to it.
+    from code): the finding is manual and a TODO marker with that next step goes next to it. That TODO
+    begins with what was done ("deleted X: ...", the prefix is added when missing): a rerun keeps such a
+    marker, while it drops a TODO whose code below no longer holds what it was about.
 
     A handler that changes nothing returns the node it was given, after ``self.ctx.manual(...)`` or
     ``self.ctx.report(...)`` when it has something to say; a bare node return is an edit with the
