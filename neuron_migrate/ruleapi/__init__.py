@@ -23,6 +23,7 @@ from neuron_migrate.ruleapi.registry import (
     rules_for,
     select_rules,
 )
+from neuron_migrate.ruleapi.reporter import Reporter, marker_comment, marker_text
 from neuron_migrate.ruleapi.rule import Edit, Example, Rule, RuleMeta, StatementReplacement, ordered_risks, rule_dict
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "Example",
     "Fact",
     "Facts",
+    "Reporter",
     "Rule",
     "RuleIndex",
     "RuleMeta",
@@ -42,6 +44,8 @@ __all__ = [
     "all_rules",
     "get_rule",
     "hooks_for",
+    "marker_comment",
+    "marker_text",
     "ordered_risks",
     "provides",
     "register",

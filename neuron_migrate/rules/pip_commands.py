@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from neuron_migrate.migrate.shell import WORD, Command, ShellEdits, ShellScript
-from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, RuleMeta, all_rules
+from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, RuleMeta, all_rules, marker_comment
 from neuron_migrate.rules.requirements import (
     INDEX_MARKER,
     PACKAGES,
@@ -153,7 +153,7 @@ def _migrate_install(command: Command, first: int, ctx: ShellEdits, metas: dict[
     if neuron_index and INDEX_RULE in metas and not ctx.suppressed(INDEX_RULE, (command.start, command.end)):
         meta = metas[INDEX_RULE]
         ctx.record(meta, command.start, command.end, meta.title, REVIEW, applied=True, fix=INDEX_MARKER)
-        ctx.mark(command.start, f"# neuron-migrate({INDEX_RULE}): {INDEX_MARKER}")
+        ctx.mark(command.start, marker_comment(INDEX_RULE, REVIEW, INDEX_MARKER))
 
 
 def _delete_install(ctx: ShellEdits, command: Command) -> None:
@@ -178,7 +178,7 @@ def _record(
         ctx.review(meta, item.start, item.end, change.message, change.marker, command.start, after=after)
     else:
         ctx.record(meta, item.start, item.end, change.message, MANUAL, applied=True, after=after, fix=change.marker)
-        ctx.mark(command.start, f"# TODO(neuron-migrate {meta.id}): {change.marker}")
+        ctx.mark(command.start, marker_comment(meta.id, MANUAL, change.marker))
 
 
 def _shell_word(text: str, raw: str) -> str:

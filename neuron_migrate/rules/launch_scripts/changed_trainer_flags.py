@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from neuron_migrate.migrate.shell import Command, ShellScript
-from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, marker_comment, register
 from neuron_migrate.rules.launch_scripts.common import (
     DOCS_TRAINING_ARGS,
     FLAG_EDITS,
@@ -70,7 +70,7 @@ class ChangedTrainerFlags(ShellRule):
                 edit = FLAG_EDITS[flag.name](flag, launch)
                 self._apply(script, command, flag, edit, reviews)
             for anchor, texts in reviews.items():
-                self.ctx.mark(anchor, f"# neuron-migrate({self.meta.id}): {'; '.join(texts)}")
+                self.ctx.mark(anchor, marker_comment(self.meta.id, REVIEW, "; ".join(texts)))
 
     def _apply(self, script, command: Command, flag: NeuronFlag, edit: FlagEdit, reviews) -> None:
         ctx, meta = self.ctx, self.meta

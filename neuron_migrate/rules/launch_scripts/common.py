@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from neuron_migrate.migrate.shell import WORD, Array, Command, ShellEdits, ShellScript
-from neuron_migrate.rules.base import MANUAL, Rule, RuleMeta, all_rules
+from neuron_migrate.rules.base import MANUAL, Rule, RuleMeta, all_rules, marker_comment
 from neuron_migrate.rules.env_vars.common import (
     BY_HAND,
     DELETE,
@@ -816,7 +816,7 @@ def _apply_deletions(
         message = f"deleted {decision.message}"
         if decision.todo:
             ctx.record(meta, item.start, item.end, message, MANUAL, applied=True, fix=message)
-            ctx.mark(command.start, f"# TODO(neuron-migrate {meta.id}): {message}")
+            ctx.mark(command.start, marker_comment(meta.id, MANUAL, message))
         elif decision.review:
             ctx.review(meta, item.start, item.end, message, message, command.start)
         else:

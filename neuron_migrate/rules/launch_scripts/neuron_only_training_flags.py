@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from neuron_migrate.migrate.shell import Command, ShellScript
-from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, register
+from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, marker_comment, register
 from neuron_migrate.rules.hf_fields import NEURON_ONLY_FIELDS, PARALLEL_FIELDS, REVIEWED_FIELDS
 from neuron_migrate.rules.launch_scripts.common import (
     COMPILE_FLAGS,
@@ -82,7 +82,7 @@ class NeuronOnlyTrainingFlags(ShellRule):
                 for texts in reviews.values():
                     texts.append(_TRN2_CORES.format(count=cores))
             for anchor, texts in reviews.items():
-                ctx.mark(anchor, f"# neuron-migrate({meta.id}): {'; '.join(texts)}")
+                ctx.mark(anchor, marker_comment(meta.id, REVIEW, "; ".join(texts)))
 
     def _remove(self, script: ShellScript, command: Command, flag: NeuronFlag, reviews: dict[int, list[str]]) -> None:
         ctx, meta = self.ctx, self.meta

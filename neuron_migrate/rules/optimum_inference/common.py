@@ -15,7 +15,6 @@ from neuron_migrate.rules.base import Edit, Fact, Rule, StatementReplacement
 from neuron_migrate.rules.calls import UNKNOWN, keyword_arg, literal, new_keyword
 from neuron_migrate.rules.optimum_names import optimum_names, with_methods
 from neuron_migrate.rules.xla_step.common import with_args
-from neuron_migrate.suppress import suppressed_lines
 
 DOCS_HF_NATIVE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/torchneuron-resources.html"
 DOCS_WHAT_CHANGES = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
@@ -373,7 +372,6 @@ class LoaderIndex:
         ctx.module.visit(scan)
         self.scan = scan
         self._scopes = None
-        self._suppressed = suppressed_lines(ctx.text)
         self.loads: dict[int, Load] = {}
         self.deleted_dicts: dict[int, tuple[NeuronLoaderRule, str]] = {}  # id(dict line) -> (rule, name)
         self.kept_dicts: set[str] = set()  # dicts read by a migrated call and still used elsewhere
@@ -448,14 +446,10 @@ class LoaderIndex:
         return load.reading is not None and name in load.reading.spreads.values()
 
     def _is_suppressed(self, rule: NeuronLoaderRule, call: cst.Call) -> bool:
-        if not self._suppressed:
+        if not self.ctx.reporter.has_suppressions:
             return False
         span = self.ctx.span(call)
-        for line in range(span.line, span.end_line + 1):
-            ids = self._suppressed.get(line, frozenset())
-            if ids is None or rule.meta.id in ids:
-                return True
-        return False
+        return self.ctx.reporter.suppresses(rule.meta.id, range(span.line, span.end_line + 1))
 
     def _index_methods(self) -> None:
         by_target = {load.target: load for load in self.loads.values() if load.target}
