@@ -30,8 +30,39 @@ def main(argv: list[str]) -> None:
     except SystemExit as exc:
         if exc.code in (None, 0):
             _warn_if_nothing_placed(tensors_placed(), NOTHING_PLACED)
+        _finish(exc.code)
+        raise
+    except Exception:
+        _finish(1, show_error=True)
         raise
     _warn_if_nothing_placed(tensors_placed(), NOTHING_PLACED)
+    _finish(0)
+
+
+def _finish(code, show_error: bool = False) -> None:
+    """End a program that made process groups here, without the interpreter's teardown.
+
+    The groups live until the interpreter exits (see ``distributed``); destroying a gloo group then, with
+    its worker threads still running, can abort the process ("terminate called without an active
+    exception") or hang it, so a rank that did its work would fail. The program's exit handlers and
+    output are flushed first; nothing else of the teardown matters to a finished program."""
+    from neuron_migrate.analyzers.emulator import distributed
+
+    if not distributed.live_groups():
+        return  # the exception, if any, goes on and is printed as usual
+    import atexit
+    import traceback
+
+    if show_error:
+        traceback.print_exc()
+
+    atexit._run_exitfuncs()
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code or 0)
 
 
 def _run(argv: list[str]) -> None:

@@ -24,6 +24,10 @@ def _create(store, rank, size, timeout):
     return group
 
 
+def live_groups() -> bool:
+    return bool(_groups)
+
+
 def install() -> None:
     if not dist.is_available():
         return
