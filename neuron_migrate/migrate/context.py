@@ -223,7 +223,7 @@ class FileContext:
         # The module's code and its nodes' positions, generated once: rules search the code, and it
         # is what an unchanged file prints back as.
         self.text, self._ranges = code_and_ranges(self.module)
-        self.reporter = Reporter(self.path, self.text, no_comments=self.no_comments, cell=self.cell)
+        self.reporter = Reporter(self.path, self.text, cell=self.cell)
         self.reporter.findings = self.findings
         self.qualified = QualifiedNames(self.wrapper.resolve(ScopeProvider))
         self._scan_imports()

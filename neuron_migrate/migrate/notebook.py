@@ -82,7 +82,7 @@ def read_notebook(data: bytes) -> Notebook:
     try:
         nb = json.loads(text, parse_constant=str)
     except json.JSONDecodeError as exc:
-        raise NotebookError(f"{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); notebook left unchanged") from None
+        raise NotebookError(f"{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})") from None
     _check_format(nb)
     cells = [_cell(number, raw) for number, raw in enumerate(nb["cells"], start=1)]
     for cell, span in zip(cells, _source_spans(text)):
@@ -93,20 +93,20 @@ def read_notebook(data: bytes) -> Notebook:
 
 def _cell(number: int, raw) -> Cell:
     if not isinstance(raw, dict):
-        raise NotebookError(f"cell {number} is not a JSON object; notebook left unchanged")
+        raise NotebookError(f"cell {number} is not a JSON object")
     value = raw.get("source", "")
     if isinstance(value, list) and all(isinstance(line, str) for line in value):
         source = "".join(value)
     elif isinstance(value, str):
         source = value
     else:
-        raise NotebookError(f"cell {number}: `source` is neither text nor a list of lines; notebook left unchanged")
+        raise NotebookError(f"cell {number}: `source` is neither text nor a list of lines")
     return Cell(number, str(raw.get("cell_type", "")), source, value, -1, -1)
 
 
 def _check_format(nb) -> None:
     if not isinstance(nb, dict):
-        raise NotebookError("not a notebook: the JSON document is not an object; left unchanged")
+        raise NotebookError("not a notebook: the JSON document is not an object")
     version = nb.get("nbformat")
     if version == 4 and isinstance(nb.get("cells"), list):
         return
@@ -115,7 +115,7 @@ def _check_format(nb) -> None:
             f"nbformat {version} notebook; only nbformat 4 is supported: convert it with "
             "`jupyter nbconvert --to notebook --nbformat 4` and run again"
         )
-    raise NotebookError('not an nbformat 4 notebook (no `"nbformat": 4` with a `cells` list); left unchanged')
+    raise NotebookError('not an nbformat 4 notebook (no `"nbformat": 4` with a `cells` list)')
 
 
 def is_python_notebook(nb: dict) -> bool:
@@ -727,7 +727,7 @@ def _check_reproduced(module: str, layout: ModuleLayout) -> None:
     where = f"cell {place[0].number}:{place[1]}:1" if place else f"line {line}"
     raise NotebookError(
         f"{where}: the parser would not keep this line exactly (comments after the last statement of a "
-        "block?), so the rewrite could lose it; notebook left unchanged: move or remove the text there and run again"
+        "block?), so the rewrite could lose it: move or remove the text there and run again"
     )
 
 

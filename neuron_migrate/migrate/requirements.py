@@ -68,7 +68,7 @@ class _FileEdit:
     def __post_init__(self) -> None:
         self.metas = {rule.meta.id: rule.meta for rule in self.plan.index.rules}
         self.selected = frozenset(self.metas)
-        self.reporter = Reporter(self.path, self.text, no_comments=self.no_comments)
+        self.reporter = Reporter(self.path, self.text)
         self.findings = self.reporter.findings
 
     def stack(self, requirements, index_urls: bool) -> Stack:
@@ -100,13 +100,13 @@ class _FileEdit:
             after="\n".join(after),
             fix="" if change.safety == SAFE else change.marker,
         )
-        return [self.marker(change.rule, change.safety, change.marker)] if change.marker else []
+        return [marker_text(change.rule, change.safety, change.marker)] if change.marker else []
 
     def note(self, rule: str, message: str, span: Span, before: str, marker: str) -> list[str]:
         """A finding of one of the rules that only put a marker (the index and hash rules)."""
         meta = self.metas[rule]
         self._add(rule, message, span, meta.safety, True, before=before, fix=marker)
-        return [self.marker(rule, meta.safety, marker)]
+        return [marker_text(rule, meta.safety, marker)]
 
     def mark(self, role: str, lines: range, span: Span, before: str) -> list[str] | None:
         """The marker of the rule playing ``role``, one that only puts a marker (the Neuron index and
@@ -123,9 +123,6 @@ class _FileEdit:
             self.reporter.skipped(self.metas[rule], span, before)
             return False
         return True
-
-    def marker(self, rule: str, safety: str, text: str) -> str:
-        return marker_text(rule, safety, text)
 
     def _add(self, rule, message, span, safety, applied, *, before="", after="", fix="") -> None:
         self.reporter.add(self.metas[rule], span, message, safety, applied=applied, before=before, after=after, fix=fix)

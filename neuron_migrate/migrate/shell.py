@@ -895,7 +895,7 @@ class ShellEdits:
         self.selected = selected
         self.no_comments = no_comments
         self.cell = cell
-        self.reporter = Reporter(script.path, script.text, no_comments=no_comments, cell=cell)
+        self.reporter = Reporter(script.path, script.text, cell=cell)
         self.findings = self.reporter.findings
         self.newline = "\r\n" if "\r\n" in script.text else "\n"
         self._item_ops: dict[ListKey, dict[int, str | None]] = {}

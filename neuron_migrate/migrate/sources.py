@@ -117,16 +117,14 @@ def guarded(path: str, rewrite: Callable[[], Outcome]) -> Outcome:
 def failed(path: str, message: str) -> Outcome:
     """``path:line:col: message; file left unchanged`` (no ``line:col`` when the message has none)."""
     separator = ":" if message[:1].isdigit() else ": "
-    if "left unchanged" not in message:
-        message += "; file left unchanged"
-    return Outcome(FAILED, error=f"{path}{separator}{message}")
+    return Outcome(FAILED, error=f"{path}{separator}{message}; file left unchanged")
 
 
-def text_outcome(original: str, new: str, decoded: Decoded, findings: list[Finding], path: str) -> Outcome:
+def text_outcome(decoded: Decoded, new: str, findings: list[Finding], path: str) -> Outcome:
     """Unchanged, or changed with the new bytes in the file's own encoding and the diff."""
-    if new == original:
+    if new == decoded.text:
         return Outcome(UNCHANGED, None, findings)
-    return Outcome(CHANGED, encode(new, decoded.encoding), findings, diff=unified_diff(original, new, path))
+    return Outcome(CHANGED, encode(new, decoded.encoding), findings, diff=unified_diff(decoded.text, new, path))
 
 
 def text_adapter(decoder: Callable[[bytes], Decoded], migrate: Callable[[str, str, RulePlan, bool], tuple]) -> Adapter:
@@ -137,7 +135,7 @@ def text_adapter(decoder: Callable[[bytes], Decoded], migrate: Callable[[str, st
         def rewrite() -> Outcome:
             decoded = decoder(data)
             new, findings = migrate(decoded.text, path, plan, no_comments)
-            return text_outcome(decoded.text, new, decoded, findings, path)
+            return text_outcome(decoded, new, findings, path)
 
         return guarded(path, rewrite)
 
@@ -169,7 +167,7 @@ def _rewrite_python(data: bytes, path: str, plan: RulePlan, no_comments: bool) -
             return Outcome(UNCHANGED, None, result.findings)
         if _strip_form_feeds(reproduced) != _strip_form_feeds(source.text):
             raise SourceError(_lossy_message(source.text, reproduced))
-    return text_outcome(source.text, code, source, result.findings, path)
+    return text_outcome(source, code, result.findings, path)
 
 
 def syntax_error(text: str, exc) -> str:
@@ -216,8 +214,7 @@ def _lossy_message(original: str, reproduced: str) -> str:
     line = next((i for i, (a, b) in enumerate(zip(old, new), start=1) if a != b), min(len(old), len(new)) + 1)
     return (
         f"{line}:1: the parser would not keep this line exactly (comments after the last "
-        "statement of a block?), so the rewrite could lose it; file left unchanged: move or "
-        "remove the text there and run again"
+        "statement of a block?), so the rewrite could lose it: move or remove the text there and run again"
     )
 
 

@@ -47,7 +47,3 @@ class Facts:
         except KeyError:
             value = self._values[fact] = fact.compute(ctx)
             return value
-
-    def known(self, fact: Fact[Any]) -> bool:
-        """Whether the fact was computed already (a rule may skip work no other rule asked for)."""
-        return fact in self._values

@@ -38,12 +38,11 @@ def severity_of(applied: bool) -> str:
 class Reporter:
     """The findings of one file (or notebook cell) and the suppression comments it carries."""
 
-    __slots__ = ("path", "cell", "no_comments", "findings", "_suppressed")
+    __slots__ = ("path", "cell", "findings", "_suppressed")
 
-    def __init__(self, path: str, text: str, *, no_comments: bool = False, cell: int | None = None) -> None:
+    def __init__(self, path: str, text: str, *, cell: int | None = None) -> None:
         self.path = path
         self.cell = cell
-        self.no_comments = no_comments
         self.findings: list[Finding] = []
         self._suppressed = suppressed_lines(text)
 
@@ -100,7 +99,3 @@ class Reporter:
         return self.add(
             meta, span, SUPPRESSED.format(title=meta.title), meta.safety, applied=False, before=before, suppressed=True
         )
-
-    def marker(self, rule_id: str, safety: str, text: str) -> str | None:
-        """The marker comment for a site, or None under ``--no-comments``."""
-        return None if self.no_comments else marker_comment(rule_id, safety, text)
