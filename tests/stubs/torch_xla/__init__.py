@@ -16,8 +16,10 @@ def sync():
     pass
 
 
-def manual_seed(seed):
-    torch.manual_seed(seed)
+def manual_seed(seed, device=None):
+    from torch_xla.core import xla_model
+
+    xla_model.set_rng_state(seed, device)
 
 
 def launch(fn, args=(), start_method="spawn", debug_single_process=False):
@@ -31,3 +33,7 @@ def compile(f=None, full_graph=False, name=None, num_different_graphs_allowed=No
     return f if f is not None else (lambda fn: fn)
 
 from torch_xla import experimental  # noqa: E402  (scripts reach it as torch_xla.experimental)
+from torch_xla import _autocast, _bf16  # noqa: E402
+
+_autocast.install()
+_bf16.install()

@@ -1,7 +1,9 @@
 """``torch_xla.core.xla_model`` mapped onto the CPU and torch.distributed (gloo)."""
 
+import contextlib
 import os
 import pickle
+import sys
 import time
 
 import torch
@@ -57,7 +59,9 @@ def xla_device_hw(device):
     return runtime.device_type()
 
 
-def get_ordinal():
+# get_ordinal and xrt_world_size left torch_xla in 2.5 (runtime.global_ordinal and runtime.world_size took
+# over); the double keeps them because the legacy programs it runs were written against them.
+def get_ordinal(defval=0):
     return dist.get_rank() if dist.is_initialized() else int(os.environ.get("RANK", "0"))
 
 
@@ -65,7 +69,7 @@ def get_local_ordinal():
     return int(os.environ.get("LOCAL_RANK", "0"))
 
 
-def xrt_world_size():
+def xrt_world_size(defval=1):
     return dist.get_world_size() if dist.is_initialized() else int(os.environ.get("WORLD_SIZE", "1"))
 
 
@@ -73,7 +77,7 @@ def is_master_ordinal(local=True):
     return (get_local_ordinal() if local else get_ordinal()) == 0
 
 
-def master_print(*args, fd=None, local=False, flush=False):
+def master_print(*args, fd=sys.stdout, local=False, flush=False):
     if is_master_ordinal(local=local):
         print(*args, file=fd, flush=flush)
 
@@ -86,22 +90,57 @@ def wait_device_ops(devices=None):
     pass
 
 
+# XLA's device generator starts from seed 101, whatever torch.manual_seed says.
+_RNG_SEED = [101]
+
+
 def set_rng_state(seed, device=None):
+    """XLA seeds a generator of the device's own, which torch.manual_seed never touches and the host never
+    draws from. The double's device ops draw from the CPU generator, so that is what this seeds: masks and
+    random tensors made on the device differ from XLA's (another bit generator), and CPU-side draws after
+    this call (init, shuffling) follow the new seed, where under XLA they would not."""
+    _RNG_SEED[0] = int(seed)
     torch.manual_seed(seed)
+
+
+def get_rng_state(device=None):
+    # XLA returns its running seed, which every random op advances; the double reports the seed last set.
+    return _RNG_SEED[0]
+
+
+@contextlib.contextmanager
+def fork_rng(device=None, enabled=True):
+    if not enabled:
+        yield
+        return
+    seed, state = _RNG_SEED[0], torch.random.get_rng_state()
+    try:
+        yield
+    finally:
+        _RNG_SEED[0] = seed
+        torch.random.set_rng_state(state)
 
 
 def all_reduce(reduce_type, inputs, scale=1.0, groups=None, pin_layout=True):
     # As in torch_xla: one replica is a no-op (a copy of a single tensor, unscaled); a single tensor
     # gets a new reduced tensor, a list is reduced in place.
     single = isinstance(inputs, torch.Tensor)
-    if not _distributed():
+    if not _distributed() and not _always_all_reduce():
         return inputs.clone() if single else inputs
     tensors = [inputs.clone()] if single else inputs
     for tensor in tensors:
-        _all_reduce(tensor, _OPS[reduce_type])
+        if _distributed():
+            _all_reduce(tensor, _OPS[reduce_type])
         if scale != 1.0:
             tensor.mul_(scale)
     return tensors[0] if single else inputs
+
+
+def _always_all_reduce():
+    # XLA_ALWAYS_ALLREDUCE makes one replica run the reduction too: the result is then scaled.
+    from torch_xla.utils import utils
+
+    return utils.getenv_as("XLA_ALWAYS_ALLREDUCE", bool, False)
 
 
 def all_gather(value, dim=0, groups=None, output=None, pin_layout=True):
@@ -136,7 +175,10 @@ def reduce_gradients(optimizer, groups=None, pin_layout=True):
 
 def optimizer_step(optimizer, barrier=False, optimizer_args={}, groups=None, pin_layout=True):
     reduce_gradients(optimizer, groups=groups)
-    return optimizer.step(**optimizer_args)
+    loss = optimizer.step(**optimizer_args)
+    if barrier:
+        mark_step()
+    return loss
 
 
 def rendezvous(tag, payload=b"", replicas=[]):
@@ -175,9 +217,9 @@ def _to_cpu(data):
 
 def save(data, file_or_path, master_only=True, global_master=False):
     should_write = not master_only or is_master_ordinal(local=not global_master)
+    # No rendezvous: 2.9's save does not wait for the other ranks, so a master-only call cannot hang.
     if should_write:
         torch.save(_to_cpu(data), file_or_path)
-    rendezvous("torch_xla.core.xla_model.save")
 
 
 class RateTracker:
@@ -219,7 +261,7 @@ def broadcast_master_param(model):
     group = _replica_group()
     if group is None:
         return
-    for param in model.parameters():
+    for param in [*model.parameters(), *model.buffers()]:
         data = param.data if get_ordinal() == 0 else torch.zeros_like(param.data)
         _all_reduce(data, dist.ReduceOp.SUM)
         param.data.copy_(data)

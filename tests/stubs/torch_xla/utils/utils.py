@@ -17,8 +17,9 @@ class SampleGenerator:
         return self._sample_count
 
 
-def getenv_as(name, kind, default=None):
+def getenv_as(name, type, defval=None):
     value = os.environ.get(name)
     if value is None:
-        return default
-    return value.lower() in ("1", "true", "yes") if kind is bool else kind(value)
+        return defval
+    # As torch_xla: a bool flag is an integer ("1", "0"); "true" raises ValueError there too.
+    return type(int(value)) if type is bool else type(value)
