@@ -1,4 +1,4 @@
-"""The ``neuron-migrate`` command line: ``rewrite``, ``audit``, ``rules`` and ``emulate``.
+"""The ``neuron-migrate`` command line: ``rewrite``, ``audit``, ``rules``, ``emulate`` and ``verify``.
 
 Exit codes are the same for every command: 0 nothing to change (or nothing found), 1 files changed
 or would change (or findings at or above ``--fail-on``), 2 a usage error or a file that could not
@@ -589,6 +589,93 @@ def emulate(
     except KeyboardInterrupt:
         code = 130
     raise typer.Exit(code if code >= 0 else 128 - code)
+
+
+class VerifyFormat(str, Enum):
+    table = "table"
+    json = "json"
+
+
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    options_metavar="[OPTIONS]",
+)
+def verify(
+    ctx: typer.Context,
+    legacy: Annotated[Path, typer.Argument(help="The legacy script, or its project folder.", show_default=False)],
+    migrated: Annotated[Path, typer.Argument(help="The migrated script, or its project folder.", show_default=False)],
+    legacy_python: Annotated[
+        Optional[str], typer.Option("--legacy-python", help="The legacy environment's interpreter (has torch_xla).")
+    ] = None,
+    script: Annotated[
+        Optional[str], typer.Option("--script", help="The entry script inside both folders.")
+    ] = None,
+    steps: Annotated[int, typer.Option("--steps", min=1, help="Optimizer steps to run and compare.")] = 10,
+    rtol: Annotated[float, typer.Option("--rtol", min=0.0, help="Largest relative difference called equal.")] = 1e-5,
+    nproc: Annotated[int, typer.Option("--nproc", min=1, help="Ranks per side, as torchrun --nproc_per_node.")] = 1,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of torch, Python and NumPy on both sides.")] = 0,
+    timeout: Annotated[float, typer.Option("--timeout", min=1.0, help="Seconds each side may take.")] = 600.0,
+    legacy_env: Annotated[
+        Optional[list[str]], typer.Option("--legacy-env", help="NAME=VALUE for the legacy side only (repeatable).")
+    ] = None,
+    env: Annotated[Optional[list[str]], typer.Option("--env", help="NAME=VALUE for both sides (repeatable).")] = None,
+    allow_network: Annotated[
+        bool, typer.Option("--allow-network", help="Let both sides reach the network (off: same local data).")
+    ] = False,
+    no_dropout: Annotated[
+        bool, typer.Option("--no-dropout", help="Turn dropout off on both sides (XLA draws its masks elsewhere).")
+    ] = False,
+    output_format: Annotated[VerifyFormat, typer.Option("--format", help="What stdout shows.")] = VerifyFormat.table,
+    report: Annotated[
+        Optional[list[Path]], typer.Option("--report", help="Also write out.json or out.html (repeatable).")
+    ] = None,
+    keep_records: Annotated[
+        Optional[Path], typer.Option("--keep-records", help="Keep both sides' records and output in this folder.")
+    ] = None,
+) -> None:
+    """Run the legacy program and its rewrite on the same inputs and compare them step by step.
+
+    Arguments after -- go to both programs. Exit 0 when they agree within --rtol, 1 when they part (the first step, tensor and likely cause are shown), 2 when a side could not run (with its error).
+    """
+    from neuron_migrate.report import verification_html, verification_text
+    from neuron_migrate.verify import Options, VerifyError
+    from neuron_migrate.verify import verify as run_verification
+
+    targets = [(path, _verify_format(path)) for path in report or []]
+    options = Options(steps=steps, rtol=rtol, nproc=nproc, seed=seed, timeout=timeout,
+                      allow_network=allow_network, no_dropout=no_dropout, legacy_env=_assignments(legacy_env, "--legacy-env"),
+                      env=_assignments(env, "--env"))
+    _require_torch("verify")
+    if keep_records is not None:
+        keep_records.mkdir(parents=True, exist_ok=True)
+    try:
+        with _interruptible():
+            result = run_verification(legacy, migrated, list(ctx.args), legacy_python=legacy_python, script=script,
+                                      options=options, keep=keep_records)
+    except VerifyError as exc:
+        raise _fail(str(exc)) from None
+    data = json.dumps(result.to_dict(), indent=2) + "\n"
+    for path, kind in targets:
+        path.write_text(data if kind == "json" else verification_html.render(result), encoding="utf-8")
+    sys.stdout.write(data if output_format is VerifyFormat.json else verification_text.render(result))
+    raise typer.Exit({"equal": 0, "different": 1}.get(result.outcome, USAGE_ERROR))
+
+
+def _verify_format(path: Path) -> str:
+    kind = path.suffix.lstrip(".").lower()
+    if kind not in ("json", "html"):
+        raise typer.BadParameter(f"{path}: the report is .json or .html", param_hint="--report")
+    return kind
+
+
+def _assignments(values: list[str] | None, flag: str) -> dict[str, str]:
+    out = {}
+    for value in values or []:
+        name, equals, text = value.partition("=")
+        if not equals or not name:
+            raise typer.BadParameter(f"{value!r}: expected NAME=VALUE", param_hint=flag)
+        out[name] = text
+    return out
 
 
 def main() -> None:

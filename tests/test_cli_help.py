@@ -16,7 +16,7 @@ from conftest import ROOT
 from neuron_migrate.cli import app
 
 SNAPSHOTS = ROOT / "tests" / "snapshots" / "help"
-COMMANDS = ["", "rewrite", "audit", "rules", "emulate"]
+COMMANDS = ["", "rewrite", "audit", "rules", "emulate", "verify"]
 
 
 def _help(command: str) -> str:

@@ -66,7 +66,7 @@ class MLP(nn.Module):
 
 
 def build_loader(dataset, batch_size, train):
-    sampler = DistributedSampler(dataset, num_replicas=xr.world_size(), rank=xm.get_ordinal(), shuffle=train)
+    sampler = DistributedSampler(dataset, num_replicas=xr.world_size(), rank=xr.global_ordinal(), shuffle=train)
     # drop_last keeps every batch the same shape, so the step graph compiles once.
     return DataLoader(dataset, batch_size=batch_size, sampler=sampler, drop_last=True)
 

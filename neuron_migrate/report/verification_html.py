@@ -1,0 +1,154 @@
+"""``neuron-migrate verify --report out.html``: the verification as a self-contained page.
+
+The page has the report's look (same style sheet, no external assets, no script) and one section of its own:
+both loss curves drawn as an inline SVG, the step table, the first divergence with its likely cause and the
+edits that touch it, and each side's command.
+"""
+
+from __future__ import annotations
+
+import math
+
+from neuron_migrate.report.html import STYLE, esc
+from neuron_migrate.report.verification import SideRun, Verification
+from neuron_migrate.report.verification_text import shown, verdict
+
+WIDTH, HEIGHT, PAD = 720, 260, 44
+COLOURS = {"legacy": "#0969da", "migrated": "#cf222e"}
+EXTRA_STYLE = """
+svg.curves { max-width: 100%; height: auto; background: var(--panel); border: 1px solid var(--line);
+  border-radius: 8px; }
+svg.curves text { fill: var(--muted); font-size: 11px; }
+svg.curves .axis { stroke: var(--line); }
+.legend span { display: inline-block; margin-right: 16px; }
+.legend i { display: inline-block; width: 18px; height: 3px; vertical-align: middle; margin-right: 6px; }
+.verdict { font-weight: 600; }
+.verdict.equal { color: var(--safe); } .verdict.different, .verdict.failed { color: var(--manual); }
+"""
+
+
+def render(result: Verification) -> str:
+    body = ["<header><h1>neuron-migrate verify</h1>",
+            f'<p class="meta">{esc(result.legacy.script)} against {esc(result.migrated.script)} · '
+            f"rtol {result.rtol:g} · {result.nproc} {'rank' if result.nproc == 1 else 'ranks'}</p></header>",
+            "<main>", section(result), "</main>",
+            f"<footer>neuron-migrate verify · schema {esc(result.schema)}</footer>"]
+    policy = "default-src 'none'; style-src 'unsafe-inline'"
+    return "\n".join(["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+                      f'<meta http-equiv="Content-Security-Policy" content="{policy}">',
+                      '<meta name="viewport" content="width=device-width, initial-scale=1">',
+                      "<title>neuron-migrate verify</title>", f"<style>{STYLE}{EXTRA_STYLE}</style>", "</head>",
+                      "<body>", *body, "</body>", "</html>", ""])
+
+
+def section(result: Verification) -> str:
+    """The verification section: what another page (a migration report) can embed as it is."""
+    parts = ['<section id="verification"><h2>Verification</h2>',
+             f'<p class="verdict {esc(result.outcome)}">{esc(verdict(result))}</p>']
+    if result.rows:
+        parts += [curves(result), step_table(result)]
+    elif result.outputs:
+        parts.append(output_table(result))
+    if result.divergence is not None:
+        parts.append(divergence(result))
+    for side in (result.legacy, result.migrated):
+        parts.append(side_block(side))
+    parts += [f"<p>{esc(note)}</p>" for note in result.notes]
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def curves(result: Verification) -> str:
+    series = {"legacy": [(r.step, r.legacy_loss) for r in result.rows if _finite(r.legacy_loss)],
+              "migrated": [(r.step, r.migrated_loss) for r in result.rows if _finite(r.migrated_loss)]}
+    points = [p for values in series.values() for p in values]
+    if not points:
+        return ""
+    steps = [s for s, _ in points]
+    losses = [v for _, v in points]
+    x0, x1 = min(steps), max(max(steps), min(steps) + 1)
+    y0, y1 = min(losses), max(losses)
+    y0, y1 = (y0 - 0.5, y1 + 0.5) if y0 == y1 else (y0, y1)
+
+    def xy(step: float, loss: float) -> str:
+        x = PAD + (step - x0) / (x1 - x0) * (WIDTH - 2 * PAD)
+        y = HEIGHT - PAD - (loss - y0) / (y1 - y0) * (HEIGHT - 2 * PAD)
+        return f"{x:.1f},{y:.1f}"
+
+    lines = [f'<polyline fill="none" stroke="{COLOURS[name]}" stroke-width="2" '
+             f'stroke-dasharray="{"6 4" if name == "migrated" else "none"}" '
+             f'points="{" ".join(xy(s, v) for s, v in values)}"><title>{name} loss</title></polyline>'
+             for name, values in series.items() if values]
+    axes = (f'<line class="axis" x1="{PAD}" y1="{HEIGHT - PAD}" x2="{WIDTH - PAD}" y2="{HEIGHT - PAD}"/>'
+            f'<line class="axis" x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{HEIGHT - PAD}"/>'
+            f'<text x="{PAD}" y="{HEIGHT - PAD + 16}">step {x0}</text>'
+            f'<text x="{WIDTH - PAD}" y="{HEIGHT - PAD + 16}" text-anchor="end">step {max(steps)}</text>'
+            f'<text x="{PAD - 4}" y="{PAD + 4}" text-anchor="end">{y1:.4g}</text>'
+            f'<text x="{PAD - 4}" y="{HEIGHT - PAD}" text-anchor="end">{y0:.4g}</text>')
+    marker = ""
+    if result.divergence is not None and x1 > x0:
+        x = PAD + (result.divergence.step - x0) / (x1 - x0) * (WIDTH - 2 * PAD)
+        marker = (f'<line x1="{x:.1f}" y1="{PAD}" x2="{x:.1f}" y2="{HEIGHT - PAD}" stroke="#9a6700" '
+                  f'stroke-dasharray="2 3"><title>first divergence</title></line>')
+    legend = "".join(f'<span><i style="background:{COLOURS[name]}"></i>{name}</span>' for name in series)
+    return (f'<h3>Loss per step</h3><svg class="curves" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
+            f'aria-label="loss of both programs per optimizer step">{axes}{marker}{"".join(lines)}</svg>'
+            f'<p class="legend">{legend}</p>')
+
+
+def step_table(result: Verification) -> str:
+    rows = "".join(
+        f"<tr><td>{r.step}</td><td>{_num(r.legacy_loss)}</td><td>{_num(r.migrated_loss)}</td>"
+        f"<td>{_diff(r.loss_difference)}</td><td>{_diff(r.parameter_difference)}</td>"
+        f"<td>{'equal' if r.equal else '<strong>different</strong>'}</td></tr>" for r in result.rows)
+    return ("<h3>Steps</h3><table><thead><tr><th>step</th><th>legacy loss</th><th>migrated loss</th>"
+            f"<th>loss difference</th><th>parameter difference</th><th></th></tr></thead><tbody>{rows}</tbody></table>")
+
+
+def output_table(result: Verification) -> str:
+    rows = "".join(
+        f"<tr><td>{r.index}</td><td>{esc(r.what)}</td><td><code>{esc(shown(r.at))}</code></td>"
+        f"<td>{_num(r.legacy_norm)}</td><td>{_num(r.migrated_norm)}</td><td>{_diff(r.difference)}</td>"
+        f"<td>{'equal' if r.equal else '<strong>different</strong>'}</td></tr>" for r in result.outputs)
+    return ("<h3>Model outputs</h3><table><thead><tr><th>call</th><th>model</th><th>at</th><th>legacy norm</th>"
+            f"<th>migrated norm</th><th>difference</th><th></th></tr></thead><tbody>{rows}</tbody></table>")
+
+
+def divergence(result: Verification) -> str:
+    d = result.divergence
+    assert d is not None
+    size = f", relative difference {d.difference:.2e}" if d.difference is not None else ""
+    items = [f"<p><strong>First divergence:</strong> step {d.step}, {esc(d.what)} <code>{esc(d.tensor)}</code>: "
+             f"legacy {esc(d.legacy)}, migrated {esc(d.migrated)}{esc(size)}</p>"]
+    if d.at:
+        items.append(f"<p>at <code>{esc(shown(d.at))}</code></p>")
+    if d.cause:
+        items.append(f"<p><strong>Likely cause:</strong> {esc(d.cause)}</p>")
+    if d.fix:
+        items.append(f"<p><strong>Fix:</strong> {esc(d.fix)}</p>")
+    if d.edits:
+        edits = "".join(f"<li><code>{esc(shown(e.path))}:{e.line}</code> {esc(e.rule)} {esc(e.message)}</li>"
+                        for e in d.edits)
+        items.append(f"<p>Edits and markers of the rewrite that may explain it:</p><ul>{edits}</ul>")
+    return "\n".join(items)
+
+
+def side_block(side: SideRun) -> str:
+    status = f"failed: {side.error}" if side.error else f"{side.steps} steps in {side.seconds:.1f} s"
+    tail = f"<pre>{esc(side.output_tail)}</pre>" if side.output_tail else ""
+    device = f"{esc(side.device)} · " if side.device else ""
+    return (f"<h3>{esc(side.name.capitalize())} side</h3><p>{device}{esc(status)}</p>"
+            f"<pre>{esc(' '.join(side.command))}</pre>{tail}")
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.8g}"
+
+
+def _diff(value: float | None) -> str:
+    return "-" if value is None else "0" if value == 0 else f"{value:.1e}"
+

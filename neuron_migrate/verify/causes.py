@@ -1,0 +1,222 @@
+"""The likely cause of a divergence, and the edits and markers of the rewrite that touch it.
+
+What parted first says most: different batches are a data question, different gradients after equal losses a
+collective one, different parameters after equal gradients the optimizer's. The rewrite's own findings carry
+risk tags (numerics, collectives, rng, ...); those whose tag fits the divergence are listed with their lines.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from neuron_migrate.report.verification import Divergence, Edit
+from neuron_migrate.verify.compare import Mismatch
+from neuron_migrate.verify.records import Record
+
+BF16_VARS = ("XLA_USE_BF16", "XLA_DOWNCAST_BF16")
+MARKER = re.compile(r"(?:TODO\(neuron-migrate (NM\d+)\)|neuron-migrate\((NM\d+)\)):\s*(.*)")
+MAX_EDITS = 6
+
+
+@dataclass(frozen=True)
+class Cause:
+    text: str
+    fix: str
+    risks: tuple[str, ...]
+    mention: str = ""  # edits whose message names this come first
+
+
+DATA = Cause(
+    "the programs read different data: the batches differ in order or content",
+    "give both sides the same data in the same order: the same sampler seed and shuffling, the same shard per "
+    "rank, the same local files (verify fixes torch's, Python's and NumPy's seeds when the programs start)",
+    ("rng",),
+)
+INITIAL = Cause(
+    "the models start from different weights: their random initialization drew from another stream, or they "
+    "loaded different checkpoints",
+    "seed before building the model on both sides and build it on the CPU before moving it to the device "
+    "(torch_xla's device generator is not the CPU's); load the same checkpoint",
+    ("rng", "checkpoint-format"),
+)
+FORWARD = Cause(
+    "the forward pass computes something else with the same weights and data: an op, a dtype or a layer differs",
+    "compare the model code of both sides at the edits below",
+    ("numerics",),
+)
+GRADIENTS = Cause(
+    "the losses agree but the gradients differ: the backward pass or the gradient reduction differs",
+    "check loss scaling, gradient accumulation and clipping at the edits below",
+    ("collectives", "numerics"),
+)
+AVERAGING = Cause(
+    "the losses agree but the gradients differ across {world} ranks: the gradients are not averaged over the "
+    "ranks as xm.optimizer_step did",
+    "wrap the model in DistributedDataParallel (or average the gradients by hand before optimizer.step())",
+    ("collectives",),
+)
+UPDATE = Cause(
+    "the gradients agree but the parameters after optimizer.step() differ: the optimizer's update differs",
+    "compare the optimizer and its settings (weight decay, betas, eps), gradient clipping and the scheduler",
+    ("collectives", "performance"),
+)
+LONE_RANKS = Cause(
+    "every legacy rank read the same batches where the migrated ranks read shards of their own: the legacy "
+    "processes did not see each other (torch_xla's PJRT CPU device runs each process as a world of one)",
+    "rerun with --nproc 1 and give both sides the same global batch (the per-rank batch times the ranks)",
+    (),
+)
+PATHS = Cause(
+    "the programs took different paths: one made more calls of this kind than the other",
+    "look for code that runs on one side only (a branch on the device type, a step the rewrite removed)",
+    (),
+)
+
+
+def explain(first: Mismatch, legacy: Record, migrated: Record, legacy_env: dict[str, str],
+            edits: list[Edit]) -> Divergence:
+    cause, text = _cause(first, legacy, migrated, legacy_env)
+    mention = cause.mention or "\0"
+    fitting = [edit for edit in edits if set(edit.risks) & set(cause.risks)] if cause.risks else []
+    fitting.sort(key=lambda edit: (mention not in edit.message, *_nearness(edit, first.at)))
+    fitting = _distinct(fitting)
+    return Divergence(first.step, first.what, first.tensor, first.legacy, first.migrated, first.difference,
+                      cause=text, fix=cause.fix, edits=fitting[:MAX_EDITS], at=first.at)
+
+
+def _distinct(edits: list[Edit]) -> list[Edit]:
+    """One edit per rule and message: a marker repeats its finding, a launcher and a notebook the same edit."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for edit in edits:
+        if (edit.rule, edit.message) not in seen:
+            seen.add((edit.rule, edit.message))
+            out.append(edit)
+    return out
+
+
+def _nearness(edit: Edit, at: str) -> tuple[int, int, str, int]:
+    """Edits in the file of the diverging line first, the nearest line first; then the others in file order."""
+    path, _, line = at.rpartition(":")
+    same = bool(path) and Path(edit.path).name == Path(path).name
+    distance = abs(edit.line - int(line)) if same and line.isdigit() else 0
+    return (0 if same else 1, distance, edit.path, edit.line)
+
+
+def _cause(first: Mismatch, legacy: Record, migrated: Record, legacy_env: dict[str, str]) -> tuple[Cause, str]:
+    what = first.key[0]
+    if what == "batch":
+        return DATA, DATA.text
+    bf16 = [name for name in BF16_VARS if legacy_env.get(name, "0") not in ("", "0", "false")]
+    if bf16:
+        # the switch rounds everything on the device, the initial weights included: it explains any of them
+        return _bf16_switch(bf16[0])
+    if what == "params-before":
+        return INITIAL, INITIAL.text
+    if what in ("output", "loss"):
+        return _forward(first, legacy, migrated, legacy_env)
+    if what == "grads":
+        world = _world(legacy)
+        if world > 1 or _world(migrated) > 1:
+            return AVERAGING, AVERAGING.text.format(world=max(world, _world(migrated)))
+        return GRADIENTS, GRADIENTS.text
+    if what == "params-after":
+        return _update(first, legacy, migrated)
+    return PATHS, PATHS.text
+
+
+def _forward(first: Mismatch, legacy: Record, migrated: Record, legacy_env: dict[str, str]) -> tuple[Cause, str]:
+    if _dropout(legacy, first.step) or _dropout(migrated, first.step):
+        text = ("the model runs dropout in training mode: torch_xla draws its masks from the XLA device's own "
+                "generator, the migrated program from torch's, so the masks differ")
+        fix = "compare with --no-dropout (dropout off on both sides), or with the model in eval mode"
+        return Cause(text, fix, ()), text
+    if first.dtypes[0] != first.dtypes[1] and all(first.dtypes):
+        text = (f"the {first.what} is {first.dtypes[0]} on the legacy side and {first.dtypes[1]} on the migrated "
+                "side: the programs compute in different precisions (an autocast or a cast one side has)")
+        return Cause(text, "use the same autocast and casts on both sides", ("numerics",)), text
+    ours, theirs = _autocast(legacy, first.step), _autocast(migrated, first.step)
+    if ours != theirs:
+        on, off = ("legacy", "migrated") if ours else ("migrated", "legacy")
+        text = f"autocast is on in the {on} program and off in the {off} one at this step"
+        return Cause(text, "enable the same autocast on both sides (same dtype)", ("numerics",)), text
+    if ours and first.difference is not None and first.difference < 5e-2:
+        text = ("both sides autocast to a lower precision, and their autocast policies differ (which ops run in "
+                "bfloat16 is not the same in torch_xla and on the neuron device): a difference of this size is "
+                "expected, not a migration bug")
+        fix = "compare with --rtol 5e-2, or without autocast to check the float32 program"
+        return Cause(text, fix, ("numerics",)), text
+    return FORWARD, FORWARD.text
+
+
+def _bf16_switch(name: str) -> tuple[Cause, str]:
+    text = (f"{name}=1 ran the legacy side's float32 tensors in bfloat16; the migrated program has no such "
+            "switch, so it computes in float32")
+    fix = ("to match it, cast the model and its inputs to torch.bfloat16 (or use torch.autocast(\"neuron\", "
+           "dtype=torch.bfloat16)); a difference of about 1e-2 then remains between rounding schemes")
+    return Cause(text, fix, ("numerics",), mention=name), text
+
+
+def _dropout(record: Record, step: int) -> bool:
+    return any(event.get("dropout") for event in record.of("output") if event["step"] == step)
+
+
+def _autocast(record: Record, step: int) -> bool:
+    # backward() usually runs after the autocast block has closed: the forward's outputs say more
+    return any(event.get("autocast") for event in [*record.of("loss"), *record.of("output")] if event["step"] == step)
+
+
+def _update(first: Mismatch, legacy: Record, migrated: Record) -> tuple[Cause, str]:
+    ours, theirs = _learning_rates(legacy, first.step), _learning_rates(migrated, first.step)
+    if ours and theirs and ours != theirs:
+        text = f"the learning rate differs: {_rates(ours)} on the legacy side, {_rates(theirs)} on the migrated one"
+        fix = ("use the same learning rate: no edit of the rewrite sets it, so look at the code that computes it "
+               "(a rate scaled by the world size, a scheduler that starts elsewhere)")
+        return Cause(text, fix, ()), text
+    return UPDATE, UPDATE.text
+
+
+def _learning_rates(record: Record, step: int) -> list[float]:
+    found = [event.get("lr") or [] for event in record.of("grads") if event["step"] == step]
+    return found[0] if found else []
+
+
+def _rates(rates: list[float]) -> str:
+    return ", ".join(f"{rate:g}" for rate in rates)
+
+
+def _world(record: Record) -> int:
+    return next((event.get("world", 1) for event in record.of("start")), 1)
+
+
+def ranks_alone(legacy: list[Record], migrated: list[Record]) -> bool:
+    """Whether the legacy ranks all read one first batch while the migrated ranks read different ones."""
+    def first_batches(records: list[Record]) -> list:
+        return [json.dumps(next(iter(record.of("batch")), {}).get("tensors"), sort_keys=True) for record in records]
+
+    ours, theirs = first_batches(legacy), first_batches(migrated)
+    return len(ours) > 1 and len(set(ours)) == 1 and len(set(theirs)) > 1
+
+
+def lone_ranks(divergence: Divergence) -> None:
+    divergence.cause, divergence.fix, divergence.edits = LONE_RANKS.text, LONE_RANKS.fix, []
+
+
+def markers(root: Path, risks_of: dict[str, list[str]]) -> list[Edit]:
+    """The rewrite's markers left in the migrated code (the review lines and TODOs), with their rule's risks."""
+    found = []
+    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.suffix in (".py", ".sh"))
+    for path in files:
+        try:
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        for number, line in enumerate(lines, 1):
+            match = MARKER.search(line)
+            if match:
+                rule = match.group(1) or match.group(2)
+                found.append(Edit(rule, str(path), number, match.group(3).strip(), risks_of.get(rule, [])))
+    return found

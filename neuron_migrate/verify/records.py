@@ -1,0 +1,74 @@
+"""What a side's recorder wrote: one ``rank<N>.jsonl`` per rank, read back into events keyed for comparison.
+
+An event's key is what makes it the same event on both sides: its kind, the optimizer step it happened in
+and its place among the events of that kind in that step (the third batch of step 2, say).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+COMPARED = ("params-before", "batch", "output", "loss", "grads", "params-after")
+
+
+@dataclass
+class Record:
+    rank: int
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [event for event in self.events if event["kind"] == kind]
+
+    @property
+    def steps(self) -> int:
+        return sum(1 for event in self.events if event["kind"] == "params" and event.get("when") == "after")
+
+    @property
+    def stopped(self) -> bool:
+        return any(event["kind"] == "stop" for event in self.events)
+
+    @property
+    def network(self) -> list[str]:
+        return sorted({f"{e['host']}:{e['port']}" if e.get("port") else e["host"] for e in self.of("network")})
+
+    def keyed(self) -> dict[tuple[str, int, int], dict[str, Any]]:
+        """The compared events by key, in the order the program made them."""
+        seen: Counter[tuple[str, int]] = Counter()
+        out: dict[tuple[str, int, int], dict[str, Any]] = {}
+        for event in self.events:
+            kind = _compared_kind(event)
+            if kind is None:
+                continue
+            ordinal = seen[(kind, event["step"])]
+            seen[(kind, event["step"])] += 1
+            out[(kind, event["step"], ordinal)] = event
+        return out
+
+    def first_loss(self, step: int) -> float | None:
+        return next((event["value"] for event in self.of("loss") if event["step"] == step), None)
+
+
+def _compared_kind(event: dict[str, Any]) -> str | None:
+    kind = event.get("kind")
+    if kind == "params":
+        return f"params-{event.get('when')}"
+    return kind if kind in COMPARED else None
+
+
+def load(folder: Path) -> dict[int, Record]:
+    """Every rank's record in ``folder``. A line cut short (a process killed while writing) is dropped."""
+    records: dict[int, Record] = {}
+    for path in sorted(folder.glob("rank*.jsonl")):
+        rank = int(path.stem[len("rank"):])
+        record = Record(rank)
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                record.events.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        records[rank] = record
+    return records

@@ -1,0 +1,211 @@
+"""``verify()``: run both programs under the recorder, compare them, explain the first divergence."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from neuron_migrate.report.verification import DIFFERENT, EQUAL, FAILED, Edit, SideRun, Verification
+from neuron_migrate.verify import causes
+from neuron_migrate.verify.compare import compare
+from neuron_migrate.verify.records import Record, load
+from neuron_migrate.verify.sides import NUMERIC_VARS, Finished, Options, Side, legacy_side, migrated_side, run_both
+
+TAIL_LINES = 25
+NETWORK_ERRORS = ("HF_HUB_OFFLINE", "offline mode", "OfflineModeIsEnabled", "LocalEntryNotFoundError",
+                  "couldn't connect to", "network access refused")
+ADDRESS = re.compile(r"https?://([A-Za-z0-9.-]+\.[A-Za-z]{2,})")
+MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
+RANK_PREFIX = re.compile(r"^\[(?:rank|default)\d+\]:\s?", re.M)  # torchrun's prefix on each rank's lines
+EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)\b.*)$", re.M)
+
+
+class VerifyError(Exception):
+    """A usage problem found before anything ran (a missing script, an interpreter that is not there)."""
+
+
+def verify(legacy: Path, migrated: Path, args: list[str], *, legacy_python: str | None = None,
+           script: str | None = None, options: Options | None = None, keep: Path | None = None) -> Verification:
+    options = options or Options()
+    legacy_script, migrated_script = entry(legacy, script), entry(migrated, script)
+    python = _interpreter(legacy_python)
+    if importlib.util.find_spec("torch") is None:
+        raise VerifyError("verify runs the migrated side with torch: pip install 'neuron-migrate[runtime]' torch==2.13.0")
+    work = Path(tempfile.mkdtemp(prefix="neuron-migrate-verify-")) if keep is None else keep
+    try:
+        sides = [legacy_side(python, legacy_script, args, work, options),
+                 migrated_side(migrated_script, args, work, options, _real_device())]
+        finished = run_both(sides, options.nproc, options.timeout)
+        return _result(finished, legacy, migrated, options)
+    finally:
+        if keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _real_device() -> bool:
+    # torch-neuronx installed here means a Trainium machine: the migrated side runs on the device itself
+    return importlib.util.find_spec("torch_neuronx") is not None
+
+
+def entry(target: Path, script: str | None) -> Path:
+    """The script to run: the file given, or in a folder the one ``--script`` names or the only one with a
+    ``__main__`` guard."""
+    if not target.exists():
+        raise VerifyError(f"no such file or folder: {target}")
+    if target.is_file():
+        return target.resolve()
+    if script:
+        found = target / script
+        if not found.is_file():
+            raise VerifyError(f"{found}: no such script (from --script)")
+        return found.resolve()
+    mains = [p for p in sorted(target.glob("*.py")) if "__main__" in p.read_text(encoding="utf-8", errors="replace")]
+    if len(mains) != 1:
+        names = ", ".join(p.name for p in mains) or "none"
+        raise VerifyError(f"{target}: name the entry script with --script (scripts with a __main__ guard: {names})")
+    return mains[0].resolve()
+
+
+def _interpreter(python: str | None) -> str:
+    if python is None:
+        return sys.executable
+    found = shutil.which(python) or (python if Path(python).is_file() else None)
+    if found is None:
+        raise VerifyError(f"--legacy-python {python}: no such interpreter")
+    return found
+
+
+def _result(finished: list[Finished], legacy: Path, migrated: Path, options: Options) -> Verification:
+    records = [load(done.side.records) for done in finished]
+    runs = [_side_run(done, record, options) for done, record in zip(finished, records)]
+    result = Verification(runs[0], runs[1], EQUAL, options.rtol, options.steps, options.nproc)
+    if any(run.error for run in runs):
+        result.outcome = FAILED
+        result.notes += [f"the {done.side.name} side was stopped when the other one failed"
+                         for done in finished if done.cancelled]
+        return result
+    pairs = [(rank, records[0][rank], records[1][rank]) for rank in sorted(records[0]) if rank in records[1]]
+    if not pairs:
+        result.outcome = FAILED
+        runs[0].error = runs[0].error or "nothing was recorded"
+        return result
+    _compare_ranks(result, pairs, legacy, migrated, finished[0].side)
+    _add_notes(result, records)
+    return result
+
+
+def _compare_ranks(result: Verification, pairs, legacy: Path, migrated: Path, legacy_side: Side) -> None:
+    firsts = []
+    for rank, ours, theirs in pairs:
+        comparison = compare(ours, theirs, result.rtol)
+        if rank == pairs[0][0]:
+            result.rows, result.compared, result.outputs = comparison.rows, comparison.compared, comparison.outputs
+        if comparison.first is not None:
+            firsts.append((comparison.first.step, rank, comparison.first, ours, theirs))
+    if not sum(result.compared.values()):
+        result.outcome = FAILED
+        result.legacy.error = result.legacy.error or (
+            "nothing to compare: the program made no optimizer step, called no model and read no batch")
+        return
+    if not firsts:
+        return
+    step, rank, first, ours, theirs = min(firsts, key=lambda entry: (entry[0], entry[1]))
+    result.outcome = DIFFERENT
+    legacy_env = {k: v for k, v in legacy_side.env.items() if k in causes.BF16_VARS}
+    result.divergence = causes.explain(first, ours, theirs, legacy_env, edits(legacy, migrated))
+    if first.what == "batch" and causes.ranks_alone([p[1] for p in pairs], [p[2] for p in pairs]):
+        causes.lone_ranks(result.divergence)
+    if len(pairs) > 1:
+        result.notes.append(f"{len(pairs)} ranks compared; the first divergence is on rank {rank}")
+
+
+def edits(legacy: Path, migrated: Path) -> list[Edit]:
+    """What the rewrite does to the legacy project (from a check run, nothing written) and the markers it left
+    in the migrated one: the places a divergence may come from. A script stands for its folder, where its
+    launcher and its modules are."""
+    legacy, migrated = (path if path.is_dir() else path.parent for path in (legacy, migrated))
+    from neuron_migrate.config import load_config
+    from neuron_migrate.migrate.runner import run
+    from neuron_migrate.rules import catalog
+
+    risks_of = {rule_id: list(rule.get("risks", [])) for rule_id, rule in catalog.catalog().items()}
+    found: list[Edit] = []
+    try:
+        report = run([legacy], load_config([legacy]), mode="check", diffs=False)
+    except Exception:  # noqa: BLE001 - a config the legacy tree cannot load must not hide the comparison
+        report = None
+    if report is not None:
+        for file in report.files:
+            for finding in file.findings:
+                found.append(Edit(finding.rule, file.path, finding.span.line, finding.message, list(finding.risks)))
+    return [*found, *causes.markers(migrated, risks_of)]
+
+
+def _side_run(done: Finished, records: dict[int, Record], options: Options) -> SideRun:
+    record = records.get(0) or next(iter(records.values()), Record(0))
+    env = {k: v for k, v in done.side.env.items() if k in NUMERIC_VARS}
+    run = SideRun(done.side.name, str(done.side.script), done.command, str(done.side.cwd), _device(done, record), done.returncode,
+                  round(done.seconds, 2), record.steps, record.stopped, network=record.network, environment=env)
+    run.error = _error(done, record, options)
+    if run.error:
+        run.output_tail = _tail(done.stderr or done.stdout)
+    return run
+
+
+def _device(done: Finished, record: Record) -> str:
+    """The device the side's tensors were on, as the recorder saw them (the legacy one is only known then)."""
+    if done.side.name != "legacy":
+        return done.side.device
+    seen = next((t["device"] for e in record.events for t in e.get("tensors", ()) if e["kind"] != "batch"), None)
+    if seen is None:
+        return ""  # it made no tensor the recorder saw
+    pjrt = done.side.env.get("PJRT_DEVICE")
+    return f"{seen} (PJRT_DEVICE={pjrt})" if pjrt else seen
+
+
+def _error(done: Finished, record: Record, options: Options) -> str:
+    if done.timed_out:
+        return f"did not finish in {options.timeout:g} s (raise --timeout or lower --steps)"
+    if done.returncode == 0 or done.cancelled:
+        return ""
+    output = done.stderr + done.stdout
+    if record.network or any(text in output for text in NETWORK_ERRORS):
+        tried = record.network or sorted(set(ADDRESS.findall(output)))[:3]
+        hosts = f" (it tried {', '.join(tried)})" if tried else ""
+        return (f"needs the network{hosts}: verify runs both sides offline so that they read the same data; "
+                "download the model or dataset once and point both sides at the local copy (docs/verify.md), "
+                "or pass --allow-network")
+    missing = MISSING_MODULE.findall(output)
+    if missing:
+        hint = " (pass --legacy-python: the interpreter of the legacy environment)" if done.side.name == "legacy" else ""
+        return f"{done.side.python} has no module {missing[-1]!r}{hint}"
+    if options.nproc > 1 and done.side.name == "legacy" and not record.events:
+        return (f"could not start {options.nproc} ranks ({_last_exception(done) or f'status {done.returncode}'}); "
+                "torch_xla's PJRT CPU device runs one process: rerun with --nproc 1 and give both sides the same "
+                "global batch (the per-rank batch times the ranks)")
+    if done.returncode is not None and done.returncode < 0:
+        return f"killed by signal {-done.returncode}"
+    return _last_exception(done) or f"exited with status {done.returncode}"
+
+
+def _last_exception(done: Finished) -> str:
+    raised = EXCEPTION_LINE.findall(RANK_PREFIX.sub("", done.stderr))
+    return raised[-1] if raised else ""
+
+
+def _tail(text: str) -> str:
+    return "\n".join(text.rstrip().splitlines()[-TAIL_LINES:])
+
+
+def _add_notes(result: Verification, records: list[dict[int, Record]]) -> None:
+    legacy, migrated = records[0].get(0), records[1].get(0)
+    if legacy is None or migrated is None:
+        return
+    if legacy.steps != migrated.steps:
+        result.notes.append(f"the legacy side made {legacy.steps} optimizer steps, the migrated side {migrated.steps}")
+    elif 0 < legacy.steps < result.steps_asked and not legacy.stopped:
+        result.notes.append(f"the programs ended after {legacy.steps} of the {result.steps_asked} steps asked")

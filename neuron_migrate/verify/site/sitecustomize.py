@@ -1,0 +1,434 @@
+"""The recorder of ``neuron-migrate verify``, loaded into both sides' interpreters as ``sitecustomize``.
+
+It records, without touching the user's code, what the program computes: the loss that reaches each
+``backward()``, the gradients and parameters around each ``optimizer.step()``, the batches the data loaders
+hand out, and the outputs of the outermost model calls and of ``generate``. It fixes the seeds first and
+stops the program after the asked number of optimizer steps.
+
+This file is standalone on purpose: the legacy interpreter has torch and torch_xla, not neuron-migrate, so
+it imports nothing but the standard library and torch. It does nothing unless
+``NEURON_MIGRATE_VERIFY_RECORD`` names the folder to write ``rank<N>.jsonl`` into.
+"""
+
+import importlib.abc
+import importlib.util
+import json
+import os
+import socket
+import sys
+
+RECORD = "NEURON_MIGRATE_VERIFY_RECORD"
+STEPS = "NEURON_MIGRATE_VERIFY_STEPS"
+SEED = "NEURON_MIGRATE_VERIFY_SEED"
+NETWORK = "NEURON_MIGRATE_VERIFY_NETWORK"
+NO_DROPOUT = "NEURON_MIGRATE_VERIFY_NO_DROPOUT"
+DROPOUTS = ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout")
+SAMPLES = 4  # values read from each tensor besides its norm
+MAX_OUTPUTS = 256  # outermost model calls recorded; a long generation would otherwise fill the disk
+MAX_TENSORS = 8  # tensors kept from one batch or one output
+
+
+class _State:
+    def __init__(self, folder, steps):
+        rank = os.environ.get("RANK", "0")
+        self.file = open(os.path.join(folder, f"rank{rank}.jsonl"), "w", buffering=1, encoding="utf-8")
+        self.steps = steps
+        self.done = 0  # optimizer steps finished
+        self.outputs = 0
+        self.depth = 0
+        self.generating = 0
+        self.dropped = False  # a dropout drew a mask during the current outermost call
+        self.names = {}
+
+    def write(self, kind, **fields):
+        fields["kind"] = kind
+        fields["step"] = self.done
+        self.file.write(json.dumps(fields, allow_nan=True) + "\n")
+
+
+def _caller():
+    """The user's line that made the call being recorded: the first frame outside torch and the libraries."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not _library(name):
+            return f"{os.path.abspath(name)}:{frame.f_lineno}"
+        frame = frame.f_back
+    return ""
+
+
+def _library(filename):
+    return (filename.startswith("<") or "site-packages" in filename or "dist-packages" in filename
+            or filename == __file__ or os.sep + "neuron_migrate" + os.sep in filename)
+
+
+def _tensor_sums(torch, tensors):
+    """Norm and a few values of each tensor, read back from the device in one transfer."""
+    if not tensors:
+        return []
+    norms, picks, sizes = [], [], []
+    for tensor in tensors:
+        flat = _plain(tensor).detach().reshape(-1)
+        count = flat.numel()
+        index = sorted({0, count // 3, (2 * count) // 3, count - 1}) if count else []
+        sizes.append(len(index))
+        as_float = flat.float() if flat.is_floating_point() or flat.is_complex() else flat.double()
+        norms.append(as_float.norm() if count else as_float.new_zeros(()))
+        if index:
+            picks.append(as_float[torch.tensor(index, device=flat.device)].float())
+    values = torch.cat([torch.stack([n.float() for n in norms]), *picks]).cpu().tolist()
+    out, at = [], len(tensors)
+    for tensor, size, norm in zip(tensors, sizes, values):
+        out.append({"shape": list(tensor.shape), "dtype": str(tensor.dtype).replace("torch.", ""),
+                    "device": tensor.device.type, "norm": norm, "values": values[at:at + size]})
+        at += size
+    return out
+
+
+def _plain(tensor):
+    # a DTensor's norm is the norm of the whole tensor only once it is gathered
+    full = getattr(tensor, "full_tensor", None)
+    return full() if callable(full) else tensor
+
+
+def _tensors_in(value, found, torch):
+    if len(found) >= MAX_TENSORS:
+        return found
+    if isinstance(value, torch.Tensor):
+        found.append(value)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _tensors_in(item, found, torch)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _tensors_in(item, found, torch)
+    elif hasattr(value, "to_tuple"):  # transformers' ModelOutput
+        _tensors_in(value.to_tuple(), found, torch)
+    return found
+
+
+def _param_names(params):
+    """Names of the optimizer's parameters, from the model that holds them all (found once, by scanning)."""
+    import gc
+    import warnings
+
+    import torch
+
+    wanted = {id(p) for p in params}
+    best = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # isinstance() on a deprecated module proxy warns
+        objects = gc.get_objects()
+        modules = [obj for obj in objects if isinstance(obj, torch.nn.Module)]
+    for obj in modules:
+        try:
+            named = {id(p): name for name, p in obj.named_parameters()}
+        except Exception:  # noqa: BLE001 - a half-built module of the program
+            continue
+        if len(wanted & named.keys()) > len(wanted & best.keys()):
+            best = named
+    return best
+
+
+def _install(torch, state):
+    _watch_dropout(torch, state, os.environ.get(NO_DROPOUT) == "1")
+    _record_losses(torch, state)
+    _record_steps(torch, state)
+    _record_batches(torch, state)
+    _record_outputs(torch, state)
+    _after_import("transformers.generation.utils", lambda module: _record_generate(torch, state, module))
+
+
+def _record_losses(torch, state):
+    backward = torch.Tensor.backward
+
+    def recording_backward(self, *args, **kwargs):
+        if self.numel() == 1:
+            autocast = any(torch.is_autocast_enabled(kind) for kind in _autocast_kinds(torch, self))
+            state.write("loss", value=float(self.detach().float().cpu().reshape(())),
+                        dtype=str(self.dtype).replace("torch.", ""), autocast=autocast, at=_caller())
+        return backward(self, *args, **kwargs)
+
+    torch.Tensor.backward = recording_backward
+
+
+def _autocast_kinds(torch, tensor):
+    kinds = {tensor.device.type, "cpu"}
+    out = []
+    for kind in kinds:
+        try:
+            torch.is_autocast_enabled(kind)
+            out.append(kind)
+        except (RuntimeError, TypeError):  # a device type this torch has no autocast for
+            continue
+    return out
+
+
+def _record_steps(torch, state):
+    from torch.optim import optimizer as optim
+
+    def before(opt, args, kwargs):
+        params = [p for group in opt.param_groups for p in group["params"]]
+        if not state.names:
+            state.names = _param_names(params)
+        at = _caller()
+        if state.done == 0:
+            state.write("params", when="before", tensors=_named(torch, state, params, params), at=at)
+        with_grads = [p for p in params if p.grad is not None]
+        grads = [p.grad for p in with_grads]
+        state.write("grads", tensors=_named(torch, state, with_grads, grads),
+                    lr=[_number(group.get("lr")) for group in opt.param_groups], at=at)
+
+    def after(opt, args, kwargs):
+        params = [p for group in opt.param_groups for p in group["params"]]
+        state.write("params", when="after", tensors=_named(torch, state, params, params), at=_caller())
+        state.done += 1
+        if state.steps and state.done >= state.steps:
+            _stop(state)
+
+    optim.register_optimizer_step_pre_hook(before)
+    optim.register_optimizer_step_post_hook(after)
+
+
+def _number(value):
+    # a learning rate may be a tensor (a compiled optimizer's)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _named(torch, state, params, tensors):
+    sums = _tensor_sums(torch, tensors)
+    for index, (param, entry) in enumerate(zip(params, sums)):
+        entry["name"] = state.names.get(id(param), f"param{index}")
+    return sums
+
+
+def _stop(state):
+    """Enough steps: end the program here, as a success. Every rank stops at the same step, so no collective
+    is left waiting; the interpreter's teardown is skipped because process groups can hang in it."""
+    state.write("stop", reason=f"{state.steps} optimizer steps recorded")
+    state.file.close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _record_batches(torch, state):
+    from torch.utils.data import dataloader
+
+    next_batch = dataloader._BaseDataLoaderIter.__next__
+
+    def recording_next(self):
+        batch = next_batch(self)
+        if state.steps == 0 or state.done < state.steps:
+            state.write("batch", tensors=_tensor_sums(torch, _tensors_in(batch, [], torch)))
+        return batch
+
+    dataloader._BaseDataLoaderIter.__next__ = recording_next
+
+
+def _record_outputs(torch, state):
+    from torch.nn.modules import module
+
+    def enter(mod, args):
+        if not _compiling(torch):
+            if state.depth == 0:
+                state.dropped = False
+            state.depth += 1
+
+    def leave(mod, args, output):
+        if _compiling(torch):
+            return None
+        state.depth -= 1
+        if state.depth == 0 and not state.generating and state.outputs < MAX_OUTPUTS:
+            state.outputs += 1
+            found = _tensors_in(output, [], torch)
+            autocast = bool(found) and any(torch.is_autocast_enabled(kind) for kind in _autocast_kinds(torch, found[0]))
+            state.write("output", what=type(mod).__name__, training=mod.training, autocast=autocast,
+                        dropout=state.dropped, tensors=_tensor_sums(torch, found), at=_caller())
+        return None
+
+    module.register_module_forward_pre_hook(enter)
+    module.register_module_forward_hook(leave)
+
+
+def _watch_dropout(torch, state, off):
+    """Note each dropout that draws a mask; with ``off``, draw none. torch_xla draws masks from the device's own
+    generator, not torch's, so a model in training mode parts from its rewrite at the first such draw."""
+    functional = torch.nn.functional
+
+    def drew():
+        if not _compiling(torch):  # a compiled graph keeps no Python side effect
+            state.dropped = True
+
+    def wrap(name, dropout):
+        def watched(input, p=0.5, training=True, inplace=False):
+            if training and p > 0:
+                drew()
+                if off:
+                    return input
+            return dropout(input, p, training, inplace)
+
+        watched.__name__ = name
+        return watched
+
+    for name in DROPOUTS:
+        if hasattr(functional, name):
+            setattr(functional, name, wrap(name, getattr(functional, name)))
+    attention = functional.scaled_dot_product_attention
+
+    def watched_attention(*args, **kwargs):
+        positional = len(args) > 4
+        if (args[4] if positional else kwargs.get("dropout_p", 0.0)):
+            drew()
+            if off and positional:
+                args = (*args[:4], 0.0, *args[5:])
+            elif off:
+                kwargs["dropout_p"] = 0.0
+        return attention(*args, **kwargs)
+
+    functional.scaled_dot_product_attention = watched_attention
+
+
+def _compiling(torch):
+    compiler = getattr(torch, "compiler", None)
+    return bool(compiler and compiler.is_compiling())
+
+
+def _record_generate(torch, state, module):
+    mixin = getattr(module, "GenerationMixin", None)
+    if mixin is None:
+        return
+    generate = mixin.generate
+
+    def recording_generate(self, *args, **kwargs):
+        state.generating += 1
+        try:
+            result = generate(self, *args, **kwargs)
+        finally:
+            state.generating -= 1
+        if not state.generating:
+            state.write("output", what="generate", training=False,
+                        tensors=_tensor_sums(torch, _tensors_in(result, [], torch)), at=_caller())
+        return result
+
+    mixin.generate = recording_generate
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs a callback on a module right after it is first imported (the patched library is imported late,
+    and maybe never)."""
+
+    def __init__(self, name, callback):
+        self.name, self.callback = name, callback
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        run, callback = spec.loader.exec_module, self.callback
+
+        def exec_module(module):
+            run(module)
+            callback(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _after_import(name, callback):
+    if name in sys.modules:
+        callback(sys.modules[name])
+    else:
+        sys.meta_path.insert(0, _AfterImport(name, callback))
+
+
+def _fix_seeds(torch, seed):
+    import random
+
+    random.seed(seed)
+    torch.manual_seed(seed)
+    if importlib.util.find_spec("numpy") is not None:
+        import numpy
+
+        numpy.random.seed(seed)
+
+
+def _refuse_network(state):
+    """Both sides must read the same data: a connection off this machine is refused and recorded."""
+    connect = socket.socket.connect
+
+    def local_only(self, address):
+        host = address[0] if isinstance(address, tuple) else address
+        if self.family in (socket.AF_INET, socket.AF_INET6) and not _loopback(host):
+            state.write("network", host=str(host), port=address[1] if isinstance(address, tuple) else None,
+                        at=_caller())
+            raise OSError(f"neuron-migrate verify: network access refused ({host}); both sides must read "
+                          "local data (see --allow-network)")
+        return connect(self, address)
+
+    resolve = socket.getaddrinfo
+    own = {socket.gethostname(), "localhost"}
+
+    def resolve_local_only(host, *args, **kwargs):
+        # a name is resolved before it is connected to: with no network here, resolving is where it fails
+        if host is not None and not _loopback(host) and str(host) not in own and not _numeric(host):
+            state.write("network", host=str(host), port=args[0] if args else None, at=_caller())
+            raise OSError(f"neuron-migrate verify: network access refused ({host}); both sides must read "
+                          "local data (see --allow-network)")
+        return resolve(host, *args, **kwargs)
+
+    socket.socket.connect = local_only
+    socket.getaddrinfo = resolve_local_only
+
+
+def _numeric(host):
+    try:
+        socket.inet_pton(socket.AF_INET6 if ":" in str(host) else socket.AF_INET, str(host))
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _loopback(host):
+    host = str(host)
+    return host in ("localhost", "::1", "") or host.startswith("127.") or host == "0.0.0.0"
+
+
+def _start():
+    folder = os.environ.get(RECORD)
+    if not folder:
+        return
+    state = _State(folder, int(os.environ.get(STEPS, "0") or 0))
+    if os.environ.get(NETWORK) != "1":
+        _refuse_network(state)
+    import torch
+
+    state.write("start", torch=torch.__version__, argv=sys.argv, pid=os.getpid(),
+                world=int(os.environ.get("WORLD_SIZE", "1")),
+                torch_xla=importlib.util.find_spec("torch_xla") is not None)
+    _fix_seeds(torch, int(os.environ.get(SEED, "0") or 0))
+    _install(torch, state)
+
+
+def _chain():
+    """Run the ``sitecustomize`` this one hides, if the environment has one further down the path."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for entry in sys.path:
+        if not entry or os.path.abspath(entry) == here:
+            continue
+        candidate = os.path.join(entry, "sitecustomize.py")
+        if os.path.isfile(candidate):
+            spec = importlib.util.spec_from_file_location("_sitecustomize_next", candidate)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return
+
+
+_chain()
+_start()

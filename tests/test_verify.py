@@ -1,0 +1,187 @@
+"""``neuron-migrate verify`` end to end: a legacy program runs against the project's torch_xla double, its
+rewrite (made by the command line in the test) on the emulated neuron device, and the two are compared."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+pytest.importorskip("torch")
+STUBS = ROOT / "tests" / "stubs"
+PROGRAMS = ROOT / "tests" / "legacy_programs"
+SITE = ROOT / "neuron_migrate" / "verify" / "site"
+LAUNCHER_VARS = ("LOCAL_RANK", "RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_WORLD_SIZE")
+
+
+def _env():
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def _cli(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "neuron_migrate", *map(str, args)], cwd=cwd, env=_env(),
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def project(tmp_path):
+    """The legacy programs in ``legacy/`` and their rewrite by the command line in ``migrated/``."""
+    legacy, migrated = tmp_path / "legacy", tmp_path / "migrated"
+    legacy.mkdir()
+    for name in ("sharded_loop.py", "inference.py"):
+        shutil.copy(PROGRAMS / name, legacy / name)
+    shutil.copytree(legacy, migrated)
+    rewrite = _cli("rewrite", "--quiet", migrated, cwd=tmp_path)
+    assert rewrite.returncode == 1, rewrite.stdout + rewrite.stderr
+    return tmp_path
+
+
+def _verify(root, name, *options):
+    return _cli("verify", f"legacy/{name}", f"migrated/{name}", "--legacy-env", f"PYTHONPATH={STUBS}", *options,
+                cwd=root)
+
+
+def _line_of(path, text):
+    return next(n for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if text in line)
+
+
+def _edit(path, old, new):
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{old!r} is not in the rewrite any more"
+    path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def test_the_rewritten_loop_computes_what_the_legacy_loop_computed(project):
+    run = _verify(project, "sharded_loop.py", "--steps", "6", "--report", "out.json", "--report", "out.html")
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "verify: equal: 6 steps" in run.stdout
+    assert "migrated: migrated/sharded_loop.py on neuron (emulated on CPU)" in run.stdout
+    data = json.loads((project / "out.json").read_text(encoding="utf-8"))
+    assert data["outcome"] == "equal" and len(data["rows"]) == 6
+    assert data["legacy"]["stopped"] and data["migrated"]["stopped"]
+    assert data["compared"]["parameter"] == 6 and data["compared"]["batch"] == 6
+    assert all(row["legacy_loss"] == row["migrated_loss"] for row in data["rows"])
+    assert (project / "out.html").read_text(encoding="utf-8").count("<polyline") == 2
+
+
+def test_a_changed_learning_rate_is_found_at_the_first_update(project):
+    _edit(project / "migrated" / "sharded_loop.py", "lr=args.lr,", "lr=args.lr * 2,")
+
+    run = _verify(project, "sharded_loop.py", "--steps", "3", "--format", "json")
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    divergence = json.loads(run.stdout)["divergence"]
+    assert (divergence["step"], divergence["what"], divergence["tensor"]) == (0, "parameter", "0.weight")
+    assert divergence["cause"] == "the learning rate differs: 0.05 on the legacy side, 0.1 on the migrated one"
+    step_line = _line_of(project / "migrated" / "sharded_loop.py", "optimizer.step()")
+    assert divergence["at"] == f"{project / 'migrated' / 'sharded_loop.py'}:{step_line}", "the optimizer.step() call"
+
+
+@pytest.mark.slow
+def test_gradients_no_longer_averaged_over_two_ranks_are_found_with_the_edit_that_did_it(project):
+    migrated = project / "migrated" / "sharded_loop.py"
+    _edit(migrated, "        _average_gradients(optimizer)\n", "")
+    marker = _line_of(migrated, "neuron-migrate(NM113)")
+
+    run = _verify(project, "sharded_loop.py", "--steps", "3", "--nproc", "2")
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "first divergence: step 0, gradient 0.weight" in run.stdout
+    assert "the gradients are not averaged over the ranks as xm.optimizer_step did" in run.stdout
+    assert f"migrated/sharded_loop.py:{marker}: NM113 gradients averaged by hand" in run.stdout
+
+
+def test_an_inference_script_compares_its_model_outputs(project):
+    run = _verify(project, "inference.py")
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "verify: equal: 2 model outputs compared" in run.stdout
+    assert "    0  Sequential" in run.stdout, "a table of the model calls"
+
+
+@pytest.mark.slow
+def test_an_inference_script_with_another_activation_parts_at_its_first_output(project):
+    _edit(project / "migrated" / "inference.py", "nn.GELU()", "nn.ReLU()")
+
+    changed = _verify(project, "inference.py")
+
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+    assert "first divergence: step 0, output tensor 0" in changed.stdout
+    assert "the forward pass computes something else" in changed.stdout
+
+
+def test_a_side_that_fails_is_reported_with_its_error_and_exit_2(project):
+    _edit(project / "migrated" / "sharded_loop.py", "        optimizer.zero_grad()\n",
+          "        if step == 2:\n            raise RuntimeError('out of memory at step 2')\n"
+          "        optimizer.zero_grad()\n")
+
+    run = _verify(project, "sharded_loop.py", "--steps", "4")
+
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "the migrated side failed: RuntimeError: out of memory at step 2" in run.stdout
+    assert "    RuntimeError: out of memory at step 2" in run.stdout, "its last output lines are shown"
+    assert "verify: could not compare: the migrated side did not run to the end" in run.stdout
+    assert "the legacy side failed" not in run.stdout
+
+
+def test_a_legacy_interpreter_without_torch_xla_is_named(project):
+    run = _cli("verify", "legacy/inference.py", "migrated/inference.py", cwd=project)
+
+    assert run.returncode == 2
+    assert f"the legacy side failed: {sys.executable} has no module 'torch_xla'" in run.stdout
+    assert "--legacy-python" in run.stdout
+
+
+def test_a_program_that_reaches_for_the_network_is_told_to_use_local_data(tmp_path):
+    script = tmp_path / "download.py"
+    script.write_text("import urllib.request\nurllib.request.urlopen('https://huggingface.co/api/models')\n",
+                      encoding="utf-8")
+
+    run = _cli("verify", script, script, cwd=tmp_path)
+
+    assert run.returncode == 2
+    assert "the legacy side failed: needs the network (it tried huggingface.co:443)" in run.stdout
+    assert "local copy" in run.stdout
+
+
+def test_a_folder_needs_one_entry_script_or_script(tmp_path):
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text("if __name__ == '__main__':\n    pass\n", encoding="utf-8")
+
+    run = _cli("verify", tmp_path, tmp_path, cwd=tmp_path)
+
+    assert run.returncode == 2
+    assert "name the entry script with --script (scripts with a __main__ guard: a.py, b.py)" in run.stderr
+
+
+def test_the_recorder_runs_the_sitecustomize_it_hides_and_fixes_the_seeds(tmp_path):
+    import random
+
+    import torch
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "sitecustomize.py").write_text("import os\nos.environ['OTHER_SITE'] = 'ran'\n", encoding="utf-8")
+    records = tmp_path / "records"
+    records.mkdir()
+    env = {**_env(), "PYTHONPATH": os.pathsep.join([str(SITE), str(other)]),
+           "NEURON_MIGRATE_VERIFY_RECORD": str(records), "NEURON_MIGRATE_VERIFY_SEED": "7"}
+    code = "import os, random, torch; print(os.environ['OTHER_SITE'], random.random(), torch.rand(1).item())"
+
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+
+    assert run.returncode == 0, run.stderr
+    random.seed(7)
+    torch.manual_seed(7)
+    assert run.stdout.split() == ["ran", str(random.random()), str(torch.rand(1).item())]
+    start = json.loads((records / "rank0.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert start["kind"] == "start" and start["torch_xla"] is False

@@ -1,0 +1,113 @@
+"""``verify`` against the real torch-xla 2.9 on the CPU (optional: it needs a venv of its own).
+
+Build the venv once (a CUDA build of torch, about 7 GB) and name its interpreter:
+
+    python3 -m venv ~/venvs/torch-xla && ~/venvs/torch-xla/bin/pip install torch==2.9.0 torch-xla==2.9.0 numpy
+    NEURON_MIGRATE_TORCH_XLA_PYTHON=~/venvs/torch-xla/bin/python python -m pytest -m slow tests/test_verify_torch_xla.py
+
+Without the variable every test here is skipped. The legacy side then runs on XLA's CPU device
+(``PJRT_DEVICE=CPU``), the migrated side on the emulator: float32 programs agree within the default rtol.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from test_verify import _cli, _edit
+
+pytest.importorskip("torch")
+LEGACY_PYTHON = os.environ.get("NEURON_MIGRATE_TORCH_XLA_PYTHON", "")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not LEGACY_PYTHON, reason="NEURON_MIGRATE_TORCH_XLA_PYTHON names no torch-xla interpreter"),
+]
+PROGRAMS = ROOT / "tests" / "legacy_programs"
+
+
+@pytest.fixture
+def project(tmp_path):
+    """The example project and the legacy programs in ``legacy/``, their rewrite in ``migrated/``."""
+    legacy = tmp_path / "legacy"
+    shutil.copytree(ROOT / "examples" / "xla-training", legacy)
+    for name in ("sharded_loop.py", "inference.py"):
+        shutil.copy(PROGRAMS / name, legacy / name)
+    shutil.copytree(legacy, tmp_path / "migrated")
+    assert _cli("rewrite", "--quiet", tmp_path / "migrated", cwd=tmp_path).returncode == 1
+    return tmp_path
+
+
+def _verify(root: Path, name: str, *options: str):
+    run = _cli("verify", f"legacy/{name}", f"migrated/{name}", "--legacy-python", LEGACY_PYTHON,
+               "--format", "json", *options, cwd=root)
+    assert run.stdout, run.stderr
+    return run.returncode, json.loads(run.stdout)
+
+
+def test_the_example_trains_the_same_on_torch_xla_and_the_emulator(project):
+    code, result = _verify(project, "train.py", "--", "--output-dir", "ckpt")
+
+    assert code == 0, result
+    assert result["legacy"]["device"] == "xla (PJRT_DEVICE=CPU)"
+    assert len(result["rows"]) == 10
+
+
+def test_a_loop_with_sgd_and_momentum_agrees_and_a_changed_rate_does_not(project):
+    code, result = _verify(project, "sharded_loop.py")
+    assert code == 0, result
+
+    _edit(project / "migrated" / "sharded_loop.py", "lr=args.lr,", "lr=args.lr * 2,")
+    code, result = _verify(project, "sharded_loop.py", "--steps", "3")
+
+    assert code == 1
+    assert result["divergence"]["cause"].startswith("the learning rate differs: 0.05 on the legacy side")
+
+
+def test_dropout_masks_differ_and_no_dropout_compares_the_rest(project):
+    code, result = _verify(project, "sharded_loop.py", "--steps", "3", "--", "--dropout", "0.1")
+
+    assert code == 1
+    assert "dropout in training mode" in result["divergence"]["cause"]
+
+    code, result = _verify(project, "sharded_loop.py", "--steps", "3", "--no-dropout", "--", "--dropout", "0.1")
+    assert code == 0, result
+
+
+def test_bf16_autocast_differs_by_its_policy_and_is_called_expected(project):
+    code, result = _verify(project, "train.py", "--steps", "3", "--", "--output-dir", "ckpt", "--bf16")
+
+    assert code == 1
+    divergence = result["divergence"]
+    assert divergence["difference"] < 5e-2
+    assert "autocast policies differ" in divergence["cause"]
+
+
+def test_xla_use_bf16_is_named_as_the_cause(project):
+    code, result = _verify(project, "train.py", "--steps", "3", "--legacy-env", "XLA_USE_BF16=1", "--",
+                           "--output-dir", "ckpt")
+
+    assert code == 1
+    assert result["divergence"]["cause"].startswith("XLA_USE_BF16=1 ran the legacy side")
+    assert result["divergence"]["edits"][0]["rule"] == "NM502"
+
+
+def test_an_inference_script_agrees(project):
+    code, result = _verify(project, "inference.py")
+
+    assert code == 0, result
+    assert len(result["outputs"]) == 2
+
+
+def test_a_failing_migrated_side_is_reported(project):
+    _edit(project / "migrated" / "sharded_loop.py", "        optimizer.zero_grad()\n",
+          "        if step == 1:\n            raise RuntimeError('broken')\n        optimizer.zero_grad()\n")
+
+    code, result = _verify(project, "sharded_loop.py")
+
+    assert code == 2
+    assert result["migrated"]["error"] == "RuntimeError: broken"
