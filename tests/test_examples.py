@@ -128,3 +128,21 @@ def test_the_migrated_example_trains_on_the_emulated_device_with_no_hand_edits(t
     assert "epoch 1 eval accuracy" in run.stdout + run.stderr, run.stdout[-2000:] + run.stderr[-3000:]
     assert "the script exited" not in run.stderr
     assert (project / "checkpoints" / "epoch-1.pt").exists()
+
+
+@pytest.mark.slow
+def test_verify_finds_the_migrated_example_computing_what_the_legacy_one_computed(tmp_path):
+    # The third step of a migration, as the README shows it: rewrite, review, verify. The legacy side runs
+    # against the torch_xla double, the rewrite on the emulated device; float32 training agrees step by step.
+    pytest.importorskip("torch")
+    project = _copy_example(tmp_path)
+    env = _env(ROOT)
+    assert _run(["-m", "neuron_migrate", "rewrite", str(project)], cwd=tmp_path, env=env).returncode == 1
+
+    run = _run(["-m", "neuron_migrate", "verify", str(EXAMPLE), str(project), "--steps", "5",
+                "--legacy-env", f"PYTHONPATH={STUBS}", "--", "--output-dir", str(tmp_path / "ckpt")],
+               cwd=tmp_path, env=env)
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "verify: equal: 5 steps" in run.stdout
+    assert not any(EXAMPLE.glob("checkpoints")), "the legacy example folder stays as shipped"

@@ -109,6 +109,26 @@ def test_an_inference_script_compares_its_model_outputs(project):
 
 
 @pytest.mark.slow
+def test_generated_tokens_are_compared_id_by_id(tmp_path):
+    legacy, migrated = tmp_path / "legacy", tmp_path / "migrated"
+    legacy.mkdir()
+    shutil.copy(PROGRAMS / "generate_tokens.py", legacy)
+    shutil.copytree(legacy, migrated)
+    assert _cli("rewrite", "--quiet", migrated, cwd=tmp_path).returncode == 1
+
+    same = _verify(tmp_path, "generate_tokens.py", "--format", "json")
+    _edit(migrated / "generate_tokens.py", "[[1, 17, 42, 7, 99]]", "[[1, 17, 42, 7, 98]]")
+    changed = _verify(tmp_path, "generate_tokens.py", "--format", "json")
+
+    assert same.returncode == 0, same.stdout + same.stderr
+    outputs = json.loads(same.stdout)["outputs"]
+    assert [row["what"] for row in outputs] == ["generate"], "the model calls inside generate are not listed"
+    assert changed.returncode == 1
+    divergence = json.loads(changed.stdout)["divergence"]
+    assert (divergence["what"], divergence["step"]) == ("output", 0)
+
+
+@pytest.mark.slow
 def test_an_inference_script_with_another_activation_parts_at_its_first_output(project):
     _edit(project / "migrated" / "inference.py", "nn.GELU()", "nn.ReLU()")
 

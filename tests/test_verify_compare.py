@@ -353,3 +353,26 @@ def test_a_legacy_side_that_cannot_start_several_ranks_is_told_to_use_one():
 
     assert error.startswith("could not start 2 ranks (RuntimeError: PJRT: no such device); torch_xla's PJRT CPU")
     assert "--nproc 1" in error
+
+
+def test_a_tensor_recorded_whole_names_its_first_different_value():
+    ids = tensor(10.0, values=[1, 17, 42, 7], shape=(1, 4), dtype="int64")
+    legacy = training_record()
+    legacy.events[3]["tensors"] = [ids]
+    migrated = copy.deepcopy(legacy)
+    migrated.events[3]["tensors"][0]["values"] = [1, 17, 40, 7]
+
+    first = compare(legacy, migrated, 1e-5).first
+
+    assert (first.legacy, first.migrated) == ("42 at flat index 2", "40")
+
+
+def test_a_batch_of_another_shape_points_at_padding_and_the_edits_that_set_shapes():
+    migrated = changed(training_record(), "batch", 0, lambda e: e["tensors"][0].update(shape=[8, 6]))
+    edits = [Edit("NM305", "generate.py", 12, "static input shapes: pad to 256 tokens", ["performance"])]
+
+    d = explained(training_record(), migrated, edits=edits)
+
+    assert (d.legacy, d.migrated) == ("shape (8, 4) float32", "shape (8, 6) float32")
+    assert d.cause.startswith("the batch has another shape on each side: the programs pad or batch differently")
+    assert d.edits == edits

@@ -14,6 +14,7 @@ from neuron_migrate.report.verification import SideRun, Verification
 from neuron_migrate.report.verification_text import shown, verdict
 
 WIDTH, HEIGHT, PAD = 720, 260, 44
+LEFT = 76  # room for the loss labels of the y axis
 COLOURS = {"legacy": "#0969da", "migrated": "#cf222e"}
 EXTRA_STYLE = """
 svg.curves { max-width: 100%; height: auto; background: var(--panel); border: 1px solid var(--line);
@@ -45,12 +46,12 @@ def section(result: Verification) -> str:
     """The verification section: what another page (a migration report) can embed as it is."""
     parts = ['<section id="verification"><h2>Verification</h2>',
              f'<p class="verdict {esc(result.outcome)}">{esc(verdict(result))}</p>']
+    if result.divergence is not None:
+        parts.append(divergence(result))
     if result.rows:
         parts += [curves(result), step_table(result)]
     elif result.outputs:
         parts.append(output_table(result))
-    if result.divergence is not None:
-        parts.append(divergence(result))
     for side in (result.legacy, result.migrated):
         parts.append(side_block(side))
     parts += [f"<p>{esc(note)}</p>" for note in result.notes]
@@ -71,7 +72,7 @@ def curves(result: Verification) -> str:
     y0, y1 = (y0 - 0.5, y1 + 0.5) if y0 == y1 else (y0, y1)
 
     def xy(step: float, loss: float) -> str:
-        x = PAD + (step - x0) / (x1 - x0) * (WIDTH - 2 * PAD)
+        x = LEFT + (step - x0) / (x1 - x0) * (WIDTH - LEFT - PAD)
         y = HEIGHT - PAD - (loss - y0) / (y1 - y0) * (HEIGHT - 2 * PAD)
         return f"{x:.1f},{y:.1f}"
 
@@ -79,15 +80,15 @@ def curves(result: Verification) -> str:
              f'stroke-dasharray="{"6 4" if name == "migrated" else "none"}" '
              f'points="{" ".join(xy(s, v) for s, v in values)}"><title>{name} loss</title></polyline>'
              for name, values in series.items() if values]
-    axes = (f'<line class="axis" x1="{PAD}" y1="{HEIGHT - PAD}" x2="{WIDTH - PAD}" y2="{HEIGHT - PAD}"/>'
-            f'<line class="axis" x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{HEIGHT - PAD}"/>'
-            f'<text x="{PAD}" y="{HEIGHT - PAD + 16}">step {x0}</text>'
+    axes = (f'<line class="axis" x1="{LEFT}" y1="{HEIGHT - PAD}" x2="{WIDTH - PAD}" y2="{HEIGHT - PAD}"/>'
+            f'<line class="axis" x1="{LEFT}" y1="{PAD}" x2="{LEFT}" y2="{HEIGHT - PAD}"/>'
+            f'<text x="{LEFT}" y="{HEIGHT - PAD + 16}">step {x0}</text>'
             f'<text x="{WIDTH - PAD}" y="{HEIGHT - PAD + 16}" text-anchor="end">step {max(steps)}</text>'
-            f'<text x="{PAD - 4}" y="{PAD + 4}" text-anchor="end">{y1:.4g}</text>'
-            f'<text x="{PAD - 4}" y="{HEIGHT - PAD}" text-anchor="end">{y0:.4g}</text>')
+            f'<text x="{LEFT - 6}" y="{PAD + 4}" text-anchor="end">{y1:.4g}</text>'
+            f'<text x="{LEFT - 6}" y="{HEIGHT - PAD}" text-anchor="end">{y0:.4g}</text>')
     marker = ""
     if result.divergence is not None and x1 > x0:
-        x = PAD + (result.divergence.step - x0) / (x1 - x0) * (WIDTH - 2 * PAD)
+        x = LEFT + (result.divergence.step - x0) / (x1 - x0) * (WIDTH - LEFT - PAD)
         marker = (f'<line x1="{x:.1f}" y1="{PAD}" x2="{x:.1f}" y2="{HEIGHT - PAD}" stroke="#9a6700" '
                   f'stroke-dasharray="2 3"><title>first divergence</title></line>')
     legend = "".join(f'<span><i style="background:{COLOURS[name]}"></i>{name}</span>' for name in series)

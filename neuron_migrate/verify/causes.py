@@ -69,6 +69,12 @@ LONE_RANKS = Cause(
     "rerun with --nproc 1 and give both sides the same global batch (the per-rank batch times the ranks)",
     (),
 )
+SHAPES = Cause(
+    "the {what} has another shape on each side: the programs pad or batch differently (the static shapes the "
+    "rewrite set up so that each step compiles once, padding to a fixed length, drop_last)",
+    "give both sides the same padding and batch size; the edits below are the ones that set shapes",
+    ("performance",),
+)
 PATHS = Cause(
     "the programs took different paths: one made more calls of this kind than the other",
     "look for code that runs on one side only (a branch on the device type, a step the rewrite removed)",
@@ -108,6 +114,8 @@ def _nearness(edit: Edit, at: str) -> tuple[int, int, str, int]:
 
 def _cause(first: Mismatch, legacy: Record, migrated: Record, legacy_env: dict[str, str]) -> tuple[Cause, str]:
     what = first.key[0]
+    if first.reshaped and what in ("batch", "output"):
+        return SHAPES, SHAPES.text.format(what=first.what)
     if what == "batch":
         return DATA, DATA.text
     bf16 = [name for name in BF16_VARS if legacy_env.get(name, "0") not in ("", "0", "false")]

@@ -37,6 +37,7 @@ class Mismatch:
     difference: float | None
     dtypes: tuple[str, str] = ("", "")
     at: str = ""  # the user's line that made the migrated side's event
+    reshaped: bool = False  # the tensors' shapes differ
 
     @property
     def what(self) -> str:
@@ -65,12 +66,13 @@ def compare_tensors(legacy: list[dict[str, Any]], migrated: list[dict[str, Any]]
     for index, (a, b) in enumerate(zip(legacy, migrated)):
         name = a.get("name") or f"tensor {index}"
         if a["shape"] != b["shape"]:
-            return math.inf, first or Mismatch(key, name, _shape(a), _shape(b), None)
+            return math.inf, first or Mismatch(key, name, _shape(a), _shape(b), None, reshaped=True)
         difference = _tensor_difference(a, b)
         worst = max(worst, difference)
         if difference > rtol and first is None:
             typed = a["dtype"] != b["dtype"]
-            first = Mismatch(key, name, _summary(a, typed), _summary(b, typed), difference, (a["dtype"], b["dtype"]))
+            shown = _first_different_value(a, b) or (_summary(a, typed), _summary(b, typed))
+            first = Mismatch(key, name, *shown, difference, (a["dtype"], b["dtype"]))
     return worst, first
 
 
@@ -79,6 +81,21 @@ def _tensor_difference(a: dict[str, Any], b: dict[str, Any]) -> float:
     scale = max(a["norm"], b["norm"]) / math.sqrt(count)
     values = [relative(x, y, scale) for x, y in zip(a["values"], b["values"])]
     return max([relative(a["norm"], b["norm"]), *values])
+
+
+def _first_different_value(a: dict[str, Any], b: dict[str, Any]) -> tuple[str, str] | None:
+    """For a tensor recorded whole (token ids, labels): the first position where the two differ."""
+    count = math.prod(a["shape"])
+    if len(a["values"]) != count or len(b["values"]) != count:
+        return None
+    for index, (x, y) in enumerate(zip(a["values"], b["values"])):
+        if x != y:
+            return f"{_value(x)} at flat index {index}", _value(y)
+    return None
+
+
+def _value(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:.8g}"
 
 
 def _shape(tensor: dict[str, Any]) -> str:

@@ -24,8 +24,17 @@ NETWORK = "NEURON_MIGRATE_VERIFY_NETWORK"
 NO_DROPOUT = "NEURON_MIGRATE_VERIFY_NO_DROPOUT"
 DROPOUTS = ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout")
 SAMPLES = 4  # values read from each tensor besides its norm
+EXACT_INTEGERS = 1024  # a small integer tensor (labels, token ids) is recorded whole: one changed id matters
 MAX_OUTPUTS = 256  # outermost model calls recorded; a long generation would otherwise fill the disk
 MAX_TENSORS = 8  # tensors kept from one batch or one output
+# Where a generate() lives: transformers' for the migrated side, optimum-neuron's own for the legacy one. The
+# model calls inside a generation are not recorded one by one; what it returns is.
+GENERATORS = (
+    ("transformers.generation.utils", "GenerationMixin"),
+    ("optimum.neuron.models.inference.modeling_utils", "NeuronModelForCausalLM"),
+    ("optimum.neuron.modeling_decoder", "NeuronModelForCausalLM"),
+    ("optimum.neuron.generation.utils", "NeuronGenerationMixin"),
+)
 
 
 class _State:
@@ -70,7 +79,8 @@ def _tensor_sums(torch, tensors):
     for tensor in tensors:
         flat = _plain(tensor).detach().reshape(-1)
         count = flat.numel()
-        index = sorted({0, count // 3, (2 * count) // 3, count - 1}) if count else []
+        exact = not (flat.is_floating_point() or flat.is_complex()) and count <= EXACT_INTEGERS
+        index = list(range(count)) if exact else sorted({0, count // 3, (2 * count) // 3, count - 1}) if count else []
         sizes.append(len(index))
         as_float = flat.float() if flat.is_floating_point() or flat.is_complex() else flat.double()
         norms.append(as_float.norm() if count else as_float.new_zeros(()))
@@ -136,7 +146,8 @@ def _install(torch, state):
     _record_steps(torch, state)
     _record_batches(torch, state)
     _record_outputs(torch, state)
-    _after_import("transformers.generation.utils", lambda module: _record_generate(torch, state, module))
+    for module_name, class_name in GENERATORS:
+        _after_import(module_name, lambda module, name=class_name: _record_generate(torch, state, module, name))
 
 
 def _record_losses(torch, state):
@@ -297,11 +308,11 @@ def _compiling(torch):
     return bool(compiler and compiler.is_compiling())
 
 
-def _record_generate(torch, state, module):
-    mixin = getattr(module, "GenerationMixin", None)
-    if mixin is None:
+def _record_generate(torch, state, module, class_name):
+    owner = getattr(module, class_name, None)
+    generate = getattr(owner, "generate", None)
+    if generate is None or getattr(generate, "_recorded", False):
         return
-    generate = mixin.generate
 
     def recording_generate(self, *args, **kwargs):
         state.generating += 1
@@ -314,7 +325,8 @@ def _record_generate(torch, state, module):
                         tensors=_tensor_sums(torch, _tensors_in(result, [], torch)), at=_caller())
         return result
 
-    mixin.generate = recording_generate
+    recording_generate._recorded = True
+    owner.generate = recording_generate
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
