@@ -11,7 +11,7 @@ import math
 
 from neuron_migrate.report.html import STYLE, esc
 from neuron_migrate.report.verification import SideRun, Verification
-from neuron_migrate.report.verification_text import shown, verdict
+from neuron_migrate.report.verification_text import difference, headline, number, shown, verdict
 
 WIDTH, HEIGHT, PAD = 720, 260, 44
 LEFT = 76  # room for the loss labels of the y axis
@@ -98,29 +98,33 @@ def curves(result: Verification) -> str:
 
 
 def step_table(result: Verification) -> str:
-    rows = "".join(
-        f"<tr><td>{r.step}</td><td>{_num(r.legacy_loss)}</td><td>{_num(r.migrated_loss)}</td>"
-        f"<td>{_diff(r.loss_difference)}</td><td>{_diff(r.parameter_difference)}</td>"
-        f"<td>{'equal' if r.equal else '<strong>different</strong>'}</td></tr>" for r in result.rows)
-    return ("<h3>Steps</h3><table><thead><tr><th>step</th><th>legacy loss</th><th>migrated loss</th>"
-            f"<th>loss difference</th><th>parameter difference</th><th></th></tr></thead><tbody>{rows}</tbody></table>")
+    rows = [[str(r.step), number(r.legacy_loss), number(r.migrated_loss), difference(r.loss_difference),
+             difference(r.parameter_difference), _status(r.equal)] for r in result.rows]
+    return _table("Steps", ["step", "legacy loss", "migrated loss", "loss difference", "parameter difference", ""],
+                  rows)
 
 
 def output_table(result: Verification) -> str:
-    rows = "".join(
-        f"<tr><td>{r.index}</td><td>{esc(r.what)}</td><td><code>{esc(shown(r.at))}</code></td>"
-        f"<td>{_num(r.legacy_norm)}</td><td>{_num(r.migrated_norm)}</td><td>{_diff(r.difference)}</td>"
-        f"<td>{'equal' if r.equal else '<strong>different</strong>'}</td></tr>" for r in result.outputs)
-    return ("<h3>Model outputs</h3><table><thead><tr><th>call</th><th>model</th><th>at</th><th>legacy norm</th>"
-            f"<th>migrated norm</th><th>difference</th><th></th></tr></thead><tbody>{rows}</tbody></table>")
+    rows = [[str(r.index), esc(r.what), f"<code>{esc(shown(r.at))}</code>", number(r.legacy_norm),
+             number(r.migrated_norm), difference(r.difference), _status(r.equal)] for r in result.outputs]
+    return _table("Model outputs", ["call", "model", "at", "legacy norm", "migrated norm", "difference", ""], rows)
+
+
+def _table(title: str, headers: list[str], rows: list[list[str]]) -> str:
+    """A titled table of cells that are HTML already."""
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
+    return f"<h3>{esc(title)}</h3><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _status(equal: bool) -> str:
+    return "equal" if equal else "<strong>different</strong>"
 
 
 def divergence(result: Verification) -> str:
     d = result.divergence
     assert d is not None
-    size = f", relative difference {d.difference:.2e}" if d.difference is not None else ""
-    items = [f"<p><strong>First divergence:</strong> step {d.step}, {esc(d.what)} <code>{esc(d.tensor)}</code>: "
-             f"legacy {esc(d.legacy)}, migrated {esc(d.migrated)}{esc(size)}</p>"]
+    items = [f"<p><strong>First divergence:</strong> {esc(headline(d))}</p>"]
     if d.at:
         items.append(f"<p>at <code>{esc(shown(d.at))}</code></p>")
     if d.cause:
@@ -144,12 +148,4 @@ def side_block(side: SideRun) -> str:
 
 def _finite(value: float | None) -> bool:
     return value is not None and math.isfinite(value)
-
-
-def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.8g}"
-
-
-def _diff(value: float | None) -> str:
-    return "-" if value is None else "0" if value == 0 else f"{value:.1e}"
 

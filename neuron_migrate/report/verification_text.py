@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from neuron_migrate.report.verification import DIFFERENT, EQUAL, OutputRow, SideRun, StepRow, Verification
+from neuron_migrate.report.verification import DIFFERENT, EQUAL, Divergence, OutputRow, SideRun, StepRow, Verification
 
 HEAD_ROWS, TAIL_ROWS = 10, 5  # a long run shows its first and last steps, and the one that parted
 
@@ -80,26 +80,26 @@ def _shown_rows(result: Verification) -> list[StepRow]:
 
 def _row(row: StepRow) -> str:
     status = "equal" if row.equal else "DIFFERENT"
-    return (f"{row.step:>5}  {_number(row.legacy_loss):>14}  {_number(row.migrated_loss):>14}  "
-            f"{_difference(row.loss_difference):>9}  {_difference(row.parameter_difference):>11}  {status}")
+    return (f"{row.step:>5}  {number(row.legacy_loss):>14}  {number(row.migrated_loss):>14}  "
+            f"{difference(row.loss_difference):>9}  {difference(row.parameter_difference):>11}  {status}")
 
 
 def _output_table(outputs: list[OutputRow]) -> list[str]:
     lines = [f"{'call':>5}  {'model':<16}  {'legacy norm':>14}  {'migrated norm':>14}  {'diff':>9}  at"]
     for row in outputs[:HEAD_ROWS + TAIL_ROWS]:
         status = "equal" if row.equal else "DIFFERENT"
-        lines.append(f"{row.index:>5}  {row.what[:16]:<16}  {_number(row.legacy_norm):>14}  "
-                     f"{_number(row.migrated_norm):>14}  {_difference(row.difference):>9}  {shown(row.at)}  {status}")
+        lines.append(f"{row.index:>5}  {row.what[:16]:<16}  {number(row.legacy_norm):>14}  "
+                     f"{number(row.migrated_norm):>14}  {difference(row.difference):>9}  {shown(row.at)}  {status}")
     if len(outputs) > HEAD_ROWS + TAIL_ROWS:
         lines.append(f"{'...':>5}  {len(outputs) - HEAD_ROWS - TAIL_ROWS} more")
     return lines
 
 
-def _number(value: float | None) -> str:
+def number(value: float | None) -> str:
     return "-" if value is None else f"{value:.8g}"
 
 
-def _difference(value: float | None) -> str:
+def difference(value: float | None) -> str:
     if value is None:
         return "-"
     return "0" if value == 0 else f"{value:.1e}"
@@ -108,8 +108,7 @@ def _difference(value: float | None) -> str:
 def _divergence(result: Verification) -> list[str]:
     d = result.divergence
     assert d is not None
-    size = f", relative difference {d.difference:.2e}" if d.difference is not None else ""
-    lines = [f"first divergence: step {d.step}, {d.what} {d.tensor}: legacy {d.legacy}, migrated {d.migrated}{size}"]
+    lines = [f"first divergence: {headline(d)}"]
     if d.at:
         lines.append(f"  at {shown(d.at)}")
     if d.cause:
@@ -120,6 +119,11 @@ def _divergence(result: Verification) -> list[str]:
         lines.append("  edits and markers of the rewrite that may explain it:")
         lines += [f"    {shown(e.path)}:{e.line}: {e.rule} {e.message}" for e in d.edits]
     return lines
+
+
+def headline(d: Divergence) -> str:
+    size = f", relative difference {d.difference:.2e}" if d.difference is not None else ""
+    return f"step {d.step}, {d.what} {d.tensor}: legacy {d.legacy}, migrated {d.migrated}{size}"
 
 
 def _failure(side: SideRun) -> list[str]:

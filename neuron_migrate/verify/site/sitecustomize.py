@@ -16,6 +16,7 @@ import json
 import os
 import socket
 import sys
+import threading
 
 RECORD = "NEURON_MIGRATE_VERIFY_RECORD"
 STEPS = "NEURON_MIGRATE_VERIFY_STEPS"
@@ -48,11 +49,20 @@ class _State:
         self.generating = 0
         self.dropped = False  # a dropout drew a mask during the current outermost call
         self.names = {}
+        self.lock = threading.Lock()
 
     def write(self, kind, **fields):
         fields["kind"] = kind
         fields["step"] = self.done
-        self.file.write(json.dumps(fields, allow_nan=True) + "\n")
+        line = json.dumps(fields, allow_nan=True) + "\n"
+        # torch_xla's device loader reads batches from a thread of its own, which may still run at the end
+        with self.lock:
+            if not self.file.closed:
+                self.file.write(line)
+
+    def close(self):
+        with self.lock:
+            self.file.close()
 
 
 def _caller():
@@ -220,7 +230,7 @@ def _stop(state):
     """Enough steps: end the program here, as a success. Every rank stops at the same step, so no collective
     is left waiting; the interpreter's teardown is skipped because process groups can hang in it."""
     state.write("stop", reason=f"{state.steps} optimizer steps recorded")
-    state.file.close()
+    state.close()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
