@@ -109,6 +109,24 @@ def test_an_inference_script_compares_its_model_outputs(project):
 
 
 @pytest.mark.slow
+def test_a_transformers_model_fine_tuned_on_the_double_and_the_emulator_agrees(tmp_path):
+    legacy, migrated = tmp_path / "legacy", tmp_path / "migrated"
+    legacy.mkdir()
+    shutil.copy(PROGRAMS / "causal_lm_loop.py", legacy)
+    shutil.copytree(legacy, migrated)
+    assert _cli("rewrite", "--quiet", migrated, cwd=tmp_path).returncode == 1
+
+    run = _verify(tmp_path, "causal_lm_loop.py", "--steps", "4", "--keep-records", "records")
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "verify: equal: 4 steps" in run.stdout
+    events = [json.loads(line) for line in (tmp_path / "records" / "migrated" / "rank0.jsonl").read_text().splitlines()]
+    names = [tensor["name"] for tensor in events[-2]["tensors"]]
+    assert names[0] == "model.embed_tokens.weight" and "model.norm.weight" in names, "named as in the model"
+    assert events[-1]["kind"] == "stop"
+
+
+@pytest.mark.slow
 def test_generated_tokens_are_compared_id_by_id(tmp_path):
     legacy, migrated = tmp_path / "legacy", tmp_path / "migrated"
     legacy.mkdir()

@@ -2,7 +2,8 @@
 
 Build the venv once (a CUDA build of torch, about 7 GB) and name its interpreter:
 
-    python3 -m venv ~/venvs/torch-xla && ~/venvs/torch-xla/bin/pip install torch==2.9.0 torch-xla==2.9.0 numpy
+    python3 -m venv ~/venvs/torch-xla
+    ~/venvs/torch-xla/bin/pip install torch==2.9.0 torch-xla==2.9.0 numpy "transformers==$(python -c 'import transformers; print(transformers.__version__)')"
     NEURON_MIGRATE_TORCH_XLA_PYTHON=~/venvs/torch-xla/bin/python python -m pytest -m slow tests/test_verify_torch_xla.py
 
 Without the variable every test here is skipped. The legacy side then runs on XLA's CPU device
@@ -35,7 +36,7 @@ def project(tmp_path):
     """The example project and the legacy programs in ``legacy/``, their rewrite in ``migrated/``."""
     legacy = tmp_path / "legacy"
     shutil.copytree(ROOT / "examples" / "xla-training", legacy)
-    for name in ("sharded_loop.py", "inference.py"):
+    for name in ("sharded_loop.py", "inference.py", "causal_lm_loop.py", "generate_tokens.py"):
         shutil.copy(PROGRAMS / name, legacy / name)
     shutil.copytree(legacy, tmp_path / "migrated")
     assert _cli("rewrite", "--quiet", tmp_path / "migrated", cwd=tmp_path).returncode == 1
@@ -94,6 +95,20 @@ def test_xla_use_bf16_is_named_as_the_cause(project):
     assert code == 1
     assert result["divergence"]["cause"].startswith("XLA_USE_BF16=1 ran the legacy side")
     assert result["divergence"]["edits"][0]["rule"] == "NM502"
+
+
+def test_a_transformers_model_fine_tuned_with_clipping_agrees(project):
+    code, result = _verify(project, "causal_lm_loop.py", "--steps", "5")
+
+    assert code == 0, result
+    assert result["compared"]["parameter"] == 5
+
+
+def test_generated_tokens_agree(project):
+    code, result = _verify(project, "generate_tokens.py")
+
+    assert code == 0, result
+    assert [row["what"] for row in result["outputs"]] == ["generate"]
 
 
 def test_an_inference_script_agrees(project):

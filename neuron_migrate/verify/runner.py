@@ -35,7 +35,8 @@ def verify(legacy: Path, migrated: Path, args: list[str], *, legacy_python: str 
     python = _interpreter(legacy_python)
     if importlib.util.find_spec("torch") is None:
         raise VerifyError("verify runs the migrated side with torch: pip install 'neuron-migrate[runtime]' torch==2.13.0")
-    work = Path(tempfile.mkdtemp(prefix="neuron-migrate-verify-")) if keep is None else keep
+    # absolute: each side runs in its own folder and writes its record there
+    work = Path(tempfile.mkdtemp(prefix="neuron-migrate-verify-")) if keep is None else keep.resolve()
     try:
         sides = [legacy_side(python, legacy_script, args, work, options),
                  migrated_side(migrated_script, args, work, options, _real_device())]

@@ -161,16 +161,19 @@ def _install(torch, state):
 
 
 def _record_losses(torch, state):
-    backward = torch.Tensor.backward
+    """Each scalar that backward starts from. Tensor.backward goes through torch.autograd.backward, so patching
+    that one sees both spellings once."""
+    backward = torch.autograd.backward
 
-    def recording_backward(self, *args, **kwargs):
-        if self.numel() == 1:
-            autocast = any(torch.is_autocast_enabled(kind) for kind in _autocast_kinds(torch, self))
-            state.write("loss", value=float(self.detach().float().cpu().reshape(())),
-                        dtype=str(self.dtype).replace("torch.", ""), autocast=autocast, at=_caller())
-        return backward(self, *args, **kwargs)
+    def recording_backward(tensors, *args, **kwargs):
+        for tensor in [tensors] if isinstance(tensors, torch.Tensor) else list(tensors):
+            if isinstance(tensor, torch.Tensor) and tensor.numel() == 1:
+                autocast = any(torch.is_autocast_enabled(kind) for kind in _autocast_kinds(torch, tensor))
+                state.write("loss", value=float(tensor.detach().float().cpu().reshape(())),
+                            dtype=str(tensor.dtype).replace("torch.", ""), autocast=autocast, at=_caller())
+        return backward(tensors, *args, **kwargs)
 
-    torch.Tensor.backward = recording_backward
+    torch.autograd.backward = recording_backward
 
 
 def _autocast_kinds(torch, tensor):
