@@ -169,6 +169,8 @@ def test_a_side_that_fails_is_reported_with_its_error_and_exit_2(project):
     assert "    RuntimeError: out of memory at step 2" in run.stdout, "its last output lines are shown"
     assert "verify: could not compare: the migrated side did not run to the end" in run.stdout
     assert "the legacy side failed" not in run.stdout
+    rows = [line.split() for line in run.stdout.splitlines() if line.strip()[:1].isdigit()]
+    assert [(row[0], row[-1]) for row in rows] == [("0", "equal"), ("1", "equal")], "the steps before the failure"
 
 
 def test_a_legacy_interpreter_without_torch_xla_is_named(project):

@@ -41,7 +41,8 @@ def verdict(result: Verification) -> str:
         where = f"step {d.step}, {d.what} {d.tensor}" if d else "see above"
         return f"verify: different: the programs part at {where}"
     failed = " and ".join(side.name for side in (result.legacy, result.migrated) if side.error) or "a side"
-    return f"verify: could not compare: the {failed} side did not run to the end"
+    parted = f"; the programs had parted before, at step {result.divergence.step}" if result.divergence else ""
+    return f"verify: could not compare: the {failed} side did not run to the end{parted}"
 
 
 def _sides(result: Verification) -> list[str]:

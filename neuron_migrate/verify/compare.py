@@ -123,10 +123,14 @@ class Comparison:
     outputs: list[OutputRow]
 
 
-def compare(legacy: Record, migrated: Record, rtol: float) -> Comparison:
+def compare(legacy: Record, migrated: Record, rtol: float, complete_only: bool = False) -> Comparison:
+    """``complete_only``: compare the steps both sides finished and nothing after (a side failed)."""
     ours, theirs = _align_batches(legacy.keyed(), migrated.keyed())
     steps = min(legacy.steps, migrated.steps)
-    last = steps if legacy.stopped and migrated.stopped else max(legacy.steps, migrated.steps)
+    if complete_only:
+        last = steps - 1
+    else:
+        last = steps if legacy.stopped and migrated.stopped else max(legacy.steps, migrated.steps)
     worst: dict[tuple[str, int], float] = {}
     first: Mismatch | None = None
     compared: dict[str, int] = {}
@@ -142,7 +146,7 @@ def compare(legacy: Record, migrated: Record, rtol: float) -> Comparison:
             parted.add(key[1])
             first = first or mismatch
     rows = [_row(step, legacy, migrated, worst, step not in parted) for step in range(steps)]
-    outputs = _output_rows(ours, theirs, rtol) if not steps else []
+    outputs = _output_rows(ours, theirs, rtol) if not max(legacy.steps, migrated.steps) else []
     return Comparison(rows, first, compared, outputs)
 
 

@@ -84,34 +84,33 @@ def _result(finished: list[Finished], legacy: Path, migrated: Path, options: Opt
     records = [load(done.side.records) for done in finished]
     runs = [_side_run(done, record, options) for done, record in zip(finished, records)]
     result = Verification(runs[0], runs[1], EQUAL, options.rtol, options.steps, options.nproc)
-    if any(run.error for run in runs):
-        result.outcome = FAILED
-        result.notes += [f"the {done.side.name} side was stopped when the other one failed"
-                         for done in finished if done.cancelled]
-        return result
+    failed = any(run.error for run in runs)
+    result.notes += [f"the {done.side.name} side was stopped when the other one failed"
+                     for done in finished if done.cancelled]
     pairs = [(rank, records[0][rank], records[1][rank]) for rank in sorted(records[0]) if rank in records[1]]
-    if not pairs:
+    if pairs:
+        # a side that failed still shows the steps both finished, and whether they had parted by then
+        _compare_ranks(result, pairs, legacy, migrated, finished[0].side, complete_only=failed)
+    if failed:
         result.outcome = FAILED
-        runs[0].error = runs[0].error or "nothing was recorded"
         return result
-    _compare_ranks(result, pairs, legacy, migrated, finished[0].side)
+    if not sum(result.compared.values()):
+        result.outcome = FAILED
+        result.legacy.error = "nothing to compare: the program made no optimizer step, called no model and read no batch"
+        return result
     _add_notes(result, records)
     return result
 
 
-def _compare_ranks(result: Verification, pairs, legacy: Path, migrated: Path, legacy_side: Side) -> None:
+def _compare_ranks(result: Verification, pairs, legacy: Path, migrated: Path, legacy_side: Side,
+                   complete_only: bool) -> None:
     firsts = []
     for rank, ours, theirs in pairs:
-        comparison = compare(ours, theirs, result.rtol)
+        comparison = compare(ours, theirs, result.rtol, complete_only=complete_only)
         if rank == pairs[0][0]:
             result.rows, result.compared, result.outputs = comparison.rows, comparison.compared, comparison.outputs
         if comparison.first is not None:
             firsts.append((comparison.first.step, rank, comparison.first, ours, theirs))
-    if not sum(result.compared.values()):
-        result.outcome = FAILED
-        result.legacy.error = result.legacy.error or (
-            "nothing to compare: the program made no optimizer step, called no model and read no batch")
-        return
     if not firsts:
         return
     step, rank, first, ours, theirs = min(firsts, key=lambda entry: (entry[0], entry[1]))

@@ -126,12 +126,14 @@ def migrated_side(script: Path, args: list[str], work: Path, options: Options, r
 
 def run_both(sides: list[Side], nproc: int, timeout: float) -> list[Finished]:
     """Start every side at once and wait for all. A side past ``timeout`` seconds is stopped, and so are the
-    others once one fails: there is nothing left to compare them with."""
+    others once one fails before it recorded a step or an output: there is nothing to compare them with. A side
+    that failed later lets the others run, so that the steps before the failure are compared."""
     running = [_start(side, nproc) for side in sides]
     ended: dict[int, tuple[float, str]] = {}
     try:
         while len(ended) < len(running):
-            failed = any(running[i][2].returncode not in (0, None) and why == "" for i, (_, why) in ended.items())
+            failed = any(running[i][2].returncode not in (0, None) and why == "" and not _recorded(running[i][0])
+                         for i, (_, why) in ended.items())
             for index, (side, command, process, began) in enumerate(running):
                 if index in ended:
                     continue
@@ -146,6 +148,14 @@ def run_both(sides: list[Side], nproc: int, timeout: float) -> list[Finished]:
             _stop_group(process)
         raise
     return [_finished(*entry, *ended[index]) for index, entry in enumerate(running)]
+
+
+def _recorded(side: Side) -> bool:
+    for path in side.records.glob("rank*.jsonl"):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if '"kind": "params"' in text or '"kind": "output"' in text:
+            return True
+    return False
 
 
 def _start(side: Side, nproc: int) -> tuple[Side, list[str], subprocess.Popen, float]:
