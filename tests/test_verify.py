@@ -173,6 +173,7 @@ def test_a_side_that_fails_is_reported_with_its_error_and_exit_2(project):
     assert [(row[0], row[-1]) for row in rows] == [("0", "equal"), ("1", "equal")], "the steps before the failure"
 
 
+@pytest.mark.slow
 def test_a_legacy_interpreter_without_torch_xla_is_named(project):
     run = _cli("verify", "legacy/inference.py", "migrated/inference.py", cwd=project)
 
@@ -181,6 +182,7 @@ def test_a_legacy_interpreter_without_torch_xla_is_named(project):
     assert "--legacy-python" in run.stdout
 
 
+@pytest.mark.slow
 def test_a_program_that_reaches_for_the_network_is_told_to_use_local_data(tmp_path):
     script = tmp_path / "download.py"
     script.write_text("import urllib.request\nurllib.request.urlopen('https://huggingface.co/api/models')\n",
@@ -225,3 +227,23 @@ def test_the_recorder_runs_the_sitecustomize_it_hides_and_fixes_the_seeds(tmp_pa
     assert run.stdout.split() == ["ran", str(random.random()), str(torch.rand(1).item())]
     start = json.loads((records / "rank0.jsonl").read_text(encoding="utf-8").splitlines()[0])
     assert start["kind"] == "start" and start["torch_xla"] is False
+
+
+@pytest.mark.slow
+def test_a_batch_the_recorder_cannot_read_leaves_the_program_running(tmp_path):
+    script = tmp_path / "shapes_only.py"
+    script.write_text(
+        "import torch\n"
+        "from torch.utils.data import DataLoader\n\n"
+        "class Shapes(torch.utils.data.Dataset):  # meta tensors: shapes without values\n"
+        "    def __len__(self):\n        return 4\n"
+        "    def __getitem__(self, i):\n        return torch.empty(2, device='meta')\n\n"
+        "model = torch.nn.Linear(2, 1)\n"
+        "for batch in DataLoader(Shapes(), batch_size=2, collate_fn=lambda items: items[0]):\n"
+        "    print(model(torch.ones(batch.shape)).sum().item())\n", encoding="utf-8")
+
+    run = _cli("verify", script, script, cwd=tmp_path)
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "verify: equal: 2 model outputs compared" in run.stdout
+    assert "note: the legacy side's recorder could not read its batches: " in run.stdout

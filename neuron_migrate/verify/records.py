@@ -35,6 +35,11 @@ class Record:
     def network(self) -> list[str]:
         return sorted({f"{e['host']}:{e['port']}" if e.get("port") else e["host"] for e in self.of("network")})
 
+    @property
+    def failures(self) -> list[str]:
+        """What the recorder could not read, in a sentence each."""
+        return [f"{e.get('what')}: {e.get('error')}" for e in self.of("recorder-error")]
+
     def keyed(self) -> dict[tuple[str, int, int], dict[str, Any]]:
         """The compared events by key, in the order the program made them."""
         seen: Counter[tuple[str, int]] = Counter()

@@ -50,6 +50,7 @@ class _State:
         self.dropped = False  # a dropout drew a mask during the current outermost call
         self.names = {}
         self.lock = threading.Lock()
+        self.failures = set()  # kinds of record that failed once
 
     def write(self, kind, **fields):
         fields["kind"] = kind
@@ -63,6 +64,24 @@ class _State:
     def close(self):
         with self.lock:
             self.file.close()
+
+
+class _Safely:
+    """Recording must never break the program: a failure is written down once per kind and the program goes on."""
+
+    def __init__(self, state, what):
+        self.state, self.what = state, what
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, traceback):
+        if kind is None or not issubclass(kind, Exception):
+            return False
+        if self.what not in self.state.failures:
+            self.state.failures.add(self.what)
+            self.state.write("recorder-error", what=self.what, error=f"{kind.__name__}: {error}")
+        return True
 
 
 def _caller():
@@ -90,19 +109,33 @@ def _tensor_sums(torch, tensors):
         flat = _plain(tensor).detach().reshape(-1)
         count = flat.numel()
         exact = not (flat.is_floating_point() or flat.is_complex()) and count <= EXACT_INTEGERS
-        index = list(range(count)) if exact else sorted({0, count // 3, (2 * count) // 3, count - 1}) if count else []
+        index = [] if not count else list(range(count)) if exact else sorted({i * (count - 1) // (SAMPLES - 1) for i in range(SAMPLES)})
         sizes.append(len(index))
         as_float = flat.float() if flat.is_floating_point() or flat.is_complex() else flat.double()
         norms.append(as_float.norm() if count else as_float.new_zeros(()))
-        if index:
+        if count:
             picks.append(as_float[torch.tensor(index, device=flat.device)].float())
-    values = torch.cat([torch.stack([n.float() for n in norms]), *picks]).cpu().tolist()
+    values = _to_host(torch, [*_stacked(torch, norms), *picks])
     out, at = [], len(tensors)
     for tensor, size, norm in zip(tensors, sizes, values):
         out.append({"shape": list(tensor.shape), "dtype": str(tensor.dtype).replace("torch.", ""),
                     "device": tensor.device.type, "norm": norm, "values": values[at:at + size]})
         at += size
     return out
+
+
+def _stacked(torch, norms):
+    """The norms in one tensor per device, in order (a batch may mix device and host tensors)."""
+    if len({n.device for n in norms}) == 1:
+        return [torch.stack([n.float() for n in norms])]
+    return [n.float().reshape(1) for n in norms]
+
+
+def _to_host(torch, parts):
+    """The values of ``parts`` as one list: one transfer when they share a device (one graph run under XLA)."""
+    if len({part.device for part in parts}) == 1:
+        return torch.cat(parts).cpu().tolist()
+    return [value for part in parts for value in part.cpu().tolist()]
 
 
 def _plain(tensor):
@@ -166,11 +199,12 @@ def _record_losses(torch, state):
     backward = torch.autograd.backward
 
     def recording_backward(tensors, *args, **kwargs):
-        for tensor in [tensors] if isinstance(tensors, torch.Tensor) else list(tensors):
-            if isinstance(tensor, torch.Tensor) and tensor.numel() == 1:
-                autocast = any(torch.is_autocast_enabled(kind) for kind in _autocast_kinds(torch, tensor))
-                state.write("loss", value=float(tensor.detach().float().cpu().reshape(())),
-                            dtype=str(tensor.dtype).replace("torch.", ""), autocast=autocast, at=_caller())
+        with _Safely(state, "loss"):
+            for tensor in [tensors] if isinstance(tensors, torch.Tensor) else list(tensors):
+                if isinstance(tensor, torch.Tensor) and tensor.numel() == 1:
+                    autocast = any(torch.is_autocast_enabled(kind) for kind in _autocast_kinds(torch, tensor))
+                    state.write("loss", value=float(tensor.detach().float().cpu().reshape(())),
+                                dtype=str(tensor.dtype).replace("torch.", ""), autocast=autocast, at=_caller())
         return backward(tensors, *args, **kwargs)
 
     torch.autograd.backward = recording_backward
@@ -192,20 +226,22 @@ def _record_steps(torch, state):
     from torch.optim import optimizer as optim
 
     def before(opt, args, kwargs):
-        params = [p for group in opt.param_groups for p in group["params"]]
-        if not state.names:
-            state.names = _param_names(params)
-        at = _caller()
-        if state.done == 0:
-            state.write("params", when="before", tensors=_named(torch, state, params, params), at=at)
-        with_grads = [p for p in params if p.grad is not None]
-        grads = [p.grad for p in with_grads]
-        state.write("grads", tensors=_named(torch, state, with_grads, grads),
-                    lr=[_number(group.get("lr")) for group in opt.param_groups], at=at)
+        with _Safely(state, "gradients"):
+            params = [p for group in opt.param_groups for p in group["params"]]
+            if not state.names:
+                state.names = _param_names(params)
+            at = _caller()
+            if state.done == 0:
+                state.write("params", when="before", tensors=_named(torch, state, params, params), at=at)
+            with_grads = [p for p in params if p.grad is not None]
+            grads = [p.grad for p in with_grads]
+            state.write("grads", tensors=_named(torch, state, with_grads, grads),
+                        lr=[_number(group.get("lr")) for group in opt.param_groups], at=at)
 
     def after(opt, args, kwargs):
-        params = [p for group in opt.param_groups for p in group["params"]]
-        state.write("params", when="after", tensors=_named(torch, state, params, params), at=_caller())
+        with _Safely(state, "parameters"):
+            params = [p for group in opt.param_groups for p in group["params"]]
+            state.write("params", when="after", tensors=_named(torch, state, params, params), at=_caller())
         state.done += 1
         if state.steps and state.done >= state.steps:
             _stop(state)
@@ -247,7 +283,8 @@ def _record_batches(torch, state):
     def recording_next(self):
         batch = next_batch(self)
         if state.steps == 0 or state.done < state.steps:
-            state.write("batch", tensors=_tensor_sums(torch, _tensors_in(batch, [], torch)))
+            with _Safely(state, "batches"):
+                state.write("batch", tensors=_tensor_sums(torch, _tensors_in(batch, [], torch)))
         return batch
 
     dataloader._BaseDataLoaderIter.__next__ = recording_next
@@ -268,10 +305,11 @@ def _record_outputs(torch, state):
         state.depth -= 1
         if state.depth == 0 and not state.generating and state.outputs < MAX_OUTPUTS:
             state.outputs += 1
-            found = _tensors_in(output, [], torch)
-            autocast = bool(found) and any(torch.is_autocast_enabled(kind) for kind in _autocast_kinds(torch, found[0]))
-            state.write("output", what=type(mod).__name__, training=mod.training, autocast=autocast,
-                        dropout=state.dropped, tensors=_tensor_sums(torch, found), at=_caller())
+            with _Safely(state, "outputs"):
+                found = _tensors_in(output, [], torch)
+                autocast = bool(found) and any(torch.is_autocast_enabled(k) for k in _autocast_kinds(torch, found[0]))
+                state.write("output", what=type(mod).__name__, training=mod.training, autocast=autocast,
+                            dropout=state.dropped, tensors=_tensor_sums(torch, found), at=_caller())
         return None
 
     module.register_module_forward_pre_hook(enter)
@@ -334,8 +372,9 @@ def _record_generate(torch, state, module, class_name):
         finally:
             state.generating -= 1
         if not state.generating:
-            state.write("output", what="generate", training=False,
-                        tensors=_tensor_sums(torch, _tensors_in(result, [], torch)), at=_caller())
+            with _Safely(state, "outputs"):
+                state.write("output", what="generate", training=False,
+                            tensors=_tensor_sums(torch, _tensors_in(result, [], torch)), at=_caller())
         return result
 
     recording_generate._recorded = True
