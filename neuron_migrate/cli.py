@@ -613,6 +613,12 @@ def verify(
     steps: Annotated[int, typer.Option("--steps", min=1, help="Optimizer steps to run and compare.")] = 10,
     rtol: Annotated[float, typer.Option("--rtol", min=0.0, help="Largest relative difference called equal.")] = 1e-5,
     nproc: Annotated[int, typer.Option("--nproc", min=1, help="Ranks per side, as torchrun --nproc_per_node.")] = 1,
+    legacy_nproc: Annotated[
+        Optional[int], typer.Option("--legacy-nproc", min=1, help="Ranks of the legacy side, when not --nproc.")
+    ] = None,
+    legacy_args: Annotated[
+        Optional[str], typer.Option("--legacy-args", help="More arguments for the legacy program (one string).")
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of torch, Python and NumPy on both sides.")] = 0,
     timeout: Annotated[float, typer.Option("--timeout", min=1.0, help="Seconds each side may take.")] = 600.0,
     legacy_env: Annotated[
@@ -637,12 +643,15 @@ def verify(
 
     Arguments after -- go to both programs. Exit 0 when they agree within --rtol, 1 when they part (the first step, tensor and likely cause are shown), 2 when a side could not run (with its error).
     """
+    import shlex
+
     from neuron_migrate.report import verification_html, verification_text
     from neuron_migrate.verify import Options, VerifyError
     from neuron_migrate.verify import verify as run_verification
 
     targets = [(path, _verify_format(path)) for path in report or []]
-    options = Options(steps=steps, rtol=rtol, nproc=nproc, seed=seed, timeout=timeout,
+    options = Options(steps=steps, rtol=rtol, nproc=nproc, legacy_nproc=legacy_nproc,
+                      legacy_args=shlex.split(legacy_args or ""), seed=seed, timeout=timeout,
                       allow_network=allow_network, no_dropout=no_dropout, legacy_env=_assignments(legacy_env, "--legacy-env"),
                       env=_assignments(env, "--env"))
     _require_torch("verify")

@@ -147,6 +147,26 @@ def test_generated_tokens_are_compared_id_by_id(tmp_path):
 
 
 @pytest.mark.slow
+def test_one_legacy_rank_with_the_global_batch_against_two_migrated_ranks(tmp_path):
+    # The example shards with a DistributedSampler: two ranks of 32 see, step by step, the 64 samples one rank
+    # of 64 sees. Its learning rate is scaled by the world size, so the one legacy rank gets the doubled rate.
+    example = ROOT / "examples" / "xla-training"
+    migrated = tmp_path / "migrated"
+    shutil.copytree(example, migrated)
+    assert _cli("rewrite", "--quiet", migrated, cwd=tmp_path).returncode == 1
+    common = ["verify", example, migrated, "--legacy-env", f"PYTHONPATH={STUBS}", "--steps", "3", "--nproc", "2",
+              "--legacy-nproc", "1"]
+
+    run = _cli(*common, "--legacy-args", "--batch-size 64 --lr 2e-3", "--", "--output-dir", tmp_path / "ckpt",
+               cwd=tmp_path)
+    half = _cli(*common, "--", "--output-dir", tmp_path / "ckpt", cwd=tmp_path)
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "the legacy side ran 1 rank and the migrated side 2: compared what the global batch decides" in run.stdout
+    assert half.returncode == 1, "one legacy rank with the per-rank batch sees half the global batch"
+
+
+@pytest.mark.slow
 def test_an_inference_script_with_another_activation_parts_at_its_first_output(project):
     _edit(project / "migrated" / "inference.py", "nn.GELU()", "nn.ReLU()")
 

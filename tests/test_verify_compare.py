@@ -315,15 +315,15 @@ def _finished(name, returncode, stderr="", stdout="", nproc=1):
 
     from neuron_migrate.verify.sides import Finished, Side
 
-    side = Side(name, "/venv/bin/python", Path("/work/train.py"), [], Path("/tmp/records"), {})
+    side = Side(name, "/venv/bin/python", Path("/work/train.py"), [], Path("/tmp/records"), {}, nproc=nproc)
     return Finished(side, ["python", "train.py"], returncode, 1.0, stdout, stderr)
 
 
-def _error_of(done, record=None, nproc=1):
+def _error_of(done, record=None):
     from neuron_migrate.verify import runner
     from neuron_migrate.verify.sides import Options
 
-    return runner._error(done, record or Record(0), Options(nproc=nproc))
+    return runner._error(done, record or Record(0), Options(nproc=done.side.nproc))
 
 
 def test_a_side_error_is_its_last_exception_without_torchruns_rank_prefix():
@@ -349,10 +349,10 @@ def test_a_missing_module_on_the_legacy_side_asks_for_the_legacy_interpreter():
 
 
 def test_a_legacy_side_that_cannot_start_several_ranks_is_told_to_use_one():
-    error = _error_of(_finished("legacy", 1, "RuntimeError: PJRT: no such device\n"), nproc=2)
+    error = _error_of(_finished("legacy", 1, "RuntimeError: PJRT: no such device\n", nproc=2))
 
     assert error.startswith("could not start 2 ranks (RuntimeError: PJRT: no such device); torch_xla's PJRT CPU")
-    assert "--nproc 1" in error
+    assert "--legacy-nproc 1" in error and "--legacy-args" in error
 
 
 def test_a_tensor_recorded_whole_names_its_first_different_value():
@@ -376,3 +376,16 @@ def test_a_batch_of_another_shape_points_at_padding_and_the_edits_that_set_shape
     assert (d.legacy, d.migrated) == ("shape (8, 4) float32", "shape (8, 6) float32")
     assert d.cause.startswith("the batch has another shape on each side: the programs pad or batch differently")
     assert d.edits == edits
+
+
+def test_the_global_view_of_several_ranks_keeps_rank_0s_parameters_and_the_mean_loss():
+    from neuron_migrate.verify.records import global_view
+
+    ranks = {0: training_record(world=2, loss=2.0), 1: training_record(world=2, loss=3.0)}
+
+    view = global_view(ranks)
+
+    assert [e["value"] for e in view.of("loss")] == [2.5, 2.4, 2.3]
+    assert not view.of("batch") and not view.of("output")
+    assert view.of("params") == ranks[0].of("params")
+    assert compare(global_view({0: training_record(loss=2.5)}), view, 1e-5).first is None

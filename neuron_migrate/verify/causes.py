@@ -66,7 +66,8 @@ UPDATE = Cause(
 LONE_RANKS = Cause(
     "every legacy rank read the same batches where the migrated ranks read shards of their own: the legacy "
     "processes did not see each other (torch_xla's PJRT CPU device runs each process as a world of one)",
-    "rerun with --nproc 1 and give both sides the same global batch (the per-rank batch times the ranks)",
+    "rerun with --legacy-nproc 1 and give the legacy side the same global batch with --legacy-args (the per-rank "
+    "batch times the ranks)",
     (),
 )
 SHAPES = Cause(

@@ -64,6 +64,29 @@ def _compared_kind(event: dict[str, Any]) -> str | None:
     return kind if kind in COMPARED else None
 
 
+def global_view(records: dict[int, Record]) -> Record:
+    """What the global batch decides, when the two sides ran different numbers of ranks: the parameters and
+    (averaged) gradients of rank 0, and each loss as the mean over the ranks. Batches and outputs are per rank
+    and left out."""
+    first = records[min(records)]
+    losses: dict[tuple[int, int], list[float]] = {}
+    for record in records.values():
+        seen: Counter[int] = Counter()
+        for event in record.of("loss"):
+            losses.setdefault((event["step"], seen[event["step"]]), []).append(event["value"])
+            seen[event["step"]] += 1
+    events, seen = [], Counter()
+    for event in first.events:
+        if event["kind"] in ("batch", "output"):
+            continue
+        if event["kind"] == "loss":
+            values = losses[(event["step"], seen[event["step"]])]
+            seen[event["step"]] += 1
+            event = {**event, "value": sum(values) / len(values)}
+        events.append(event)
+    return Record(first.rank, events)
+
+
 def load(folder: Path) -> dict[int, Record]:
     """Every rank's record in ``folder``. A line cut short (a process killed while writing) is dropped."""
     records: dict[int, Record] = {}

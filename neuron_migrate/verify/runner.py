@@ -12,7 +12,7 @@ from pathlib import Path
 from neuron_migrate.report.verification import DIFFERENT, EQUAL, FAILED, Edit, SideRun, Verification
 from neuron_migrate.verify import causes
 from neuron_migrate.verify.compare import compare
-from neuron_migrate.verify.records import Record, load
+from neuron_migrate.verify.records import Record, global_view, load
 from neuron_migrate.verify.sides import NUMERIC_VARS, Finished, Options, Side, legacy_side, migrated_side, run_both
 
 TAIL_LINES = 25
@@ -40,7 +40,7 @@ def verify(legacy: Path, migrated: Path, args: list[str], *, legacy_python: str 
     try:
         sides = [legacy_side(python, legacy_script, args, work, options),
                  migrated_side(migrated_script, args, work, options, _real_device())]
-        finished = run_both(sides, options.nproc, options.timeout)
+        finished = run_both(sides, options.timeout)
         return _result(finished, legacy, migrated, options)
     finally:
         if keep is None:
@@ -87,7 +87,7 @@ def _result(finished: list[Finished], legacy: Path, migrated: Path, options: Opt
     failed = any(run.error for run in runs)
     result.notes += [f"the {done.side.name} side was stopped when the other one failed"
                      for done in finished if done.cancelled]
-    pairs = [(rank, records[0][rank], records[1][rank]) for rank in sorted(records[0]) if rank in records[1]]
+    pairs = _pairs(records, result)
     if pairs:
         # a side that failed still shows the steps both finished, and whether they had parted by then
         _compare_ranks(result, pairs, legacy, migrated, finished[0].side, complete_only=failed)
@@ -100,6 +100,20 @@ def _result(finished: list[Finished], legacy: Path, migrated: Path, options: Opt
         return result
     _add_notes(result, records)
     return result
+
+
+def _pairs(records: list[dict[int, Record]], result: Verification) -> list[tuple[int, Record, Record]]:
+    """Rank with rank; or, when the sides ran different numbers of ranks, what the global batch decides."""
+    ours, theirs = records
+    if not ours or not theirs:
+        return []
+    if len(ours) == len(theirs):
+        return [(rank, ours[rank], theirs[rank]) for rank in sorted(ours) if rank in theirs]
+    result.notes.append(
+        f"the legacy side ran {len(ours)} {'rank' if len(ours) == 1 else 'ranks'} and the migrated side {len(theirs)}: "
+        "compared what the global batch decides (the parameters, the gradients after averaging, the loss as the "
+        "mean over the ranks); batches and outputs are per rank and not compared")
+    return [(0, global_view(ours), global_view(theirs))]
 
 
 def _compare_ranks(result: Verification, pairs, legacy: Path, migrated: Path, legacy_side: Side,
@@ -183,10 +197,10 @@ def _error(done: Finished, record: Record, options: Options) -> str:
     if missing:
         hint = " (pass --legacy-python: the interpreter of the legacy environment)" if done.side.name == "legacy" else ""
         return f"{done.side.python} has no module {missing[-1]!r}{hint}"
-    if options.nproc > 1 and done.side.name == "legacy" and not record.events:
-        return (f"could not start {options.nproc} ranks ({_last_exception(done) or f'status {done.returncode}'}); "
-                "torch_xla's PJRT CPU device runs one process: rerun with --nproc 1 and give both sides the same "
-                "global batch (the per-rank batch times the ranks)")
+    if done.side.nproc > 1 and done.side.name == "legacy" and not record.events:
+        return (f"could not start {done.side.nproc} ranks ({_last_exception(done) or f'status {done.returncode}'}); "
+                "torch_xla's PJRT CPU device runs one process: rerun with --legacy-nproc 1 and give the legacy "
+                "side the same global batch with --legacy-args (the per-rank batch times the ranks)")
     if done.returncode is not None and done.returncode < 0:
         return f"killed by signal {-done.returncode}"
     return _last_exception(done) or f"exited with status {done.returncode}"

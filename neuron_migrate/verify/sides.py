@@ -32,6 +32,8 @@ class Options:
     steps: int = 10
     rtol: float = 1e-5
     nproc: int = 1
+    legacy_nproc: int | None = None  # the legacy side's ranks when it cannot run --nproc (default: the same)
+    legacy_args: list[str] = field(default_factory=list)  # appended to the legacy program's arguments
     seed: int = 0
     timeout: float = 600.0
     allow_network: bool = False
@@ -50,12 +52,14 @@ class Side:
     env: dict[str, str]
     runner: list[str] = field(default_factory=list)  # what runs the script in that interpreter
     device: str = "cpu"
+    nproc: int = 1
 
     @property
     def cwd(self) -> Path:
         return self.script.parent
 
-    def command(self, nproc: int) -> list[str]:
+    def command(self) -> list[str]:
+        nproc = self.nproc
         program = [*self.runner, str(self.script), *self.args]
         if nproc == 1:
             return [self.python, *program]
@@ -83,6 +87,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def ranks(name: str, options: Options) -> int:
+    return options.legacy_nproc or options.nproc if name == "legacy" else options.nproc
+
+
 def environment(name: str, records: Path, options: Options, extra_path: list[str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
     env.update(options.env)
@@ -102,7 +110,7 @@ def environment(name: str, records: Path, options: Options, extra_path: list[str
     env["NEURON_MIGRATE_VERIFY_NETWORK"] = "1" if options.allow_network else "0"
     env["NEURON_MIGRATE_VERIFY_NO_DROPOUT"] = "1" if options.no_dropout else "0"
     env["MASTER_ADDR"], env["MASTER_PORT"] = "127.0.0.1", str(free_port())
-    if options.nproc == 1:
+    if ranks(name, options) == 1:
         env.update({"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1"})
     return env
 
@@ -110,8 +118,8 @@ def environment(name: str, records: Path, options: Options, extra_path: list[str
 def legacy_side(python: str, script: Path, args: list[str], work: Path, options: Options) -> Side:
     records = work / "legacy"
     records.mkdir(parents=True, exist_ok=True)
-    return Side("legacy", python, script, args, records, environment("legacy", records, options, []),
-                device="legacy")
+    return Side("legacy", python, script, [*args, *options.legacy_args], records,
+                environment("legacy", records, options, []), device="legacy", nproc=ranks("legacy", options))
 
 
 def migrated_side(script: Path, args: list[str], work: Path, options: Options, real_device: bool) -> Side:
@@ -119,16 +127,17 @@ def migrated_side(script: Path, args: list[str], work: Path, options: Options, r
     records.mkdir(parents=True, exist_ok=True)
     env = environment("migrated", records, options, [PACKAGE_ROOT])
     if real_device:
-        return Side("migrated", sys.executable, script, args, records, env, device="neuron")
+        return Side("migrated", sys.executable, script, args, records, env, device="neuron", nproc=options.nproc)
     runner = ["-m", "neuron_migrate.analyzers.emulator"]
-    return Side("migrated", sys.executable, script, args, records, env, runner, "neuron (emulated on CPU)")
+    return Side("migrated", sys.executable, script, args, records, env, runner, "neuron (emulated on CPU)",
+                options.nproc)
 
 
-def run_both(sides: list[Side], nproc: int, timeout: float) -> list[Finished]:
+def run_both(sides: list[Side], timeout: float) -> list[Finished]:
     """Start every side at once and wait for all. A side past ``timeout`` seconds is stopped, and so are the
     others once one fails before it recorded a step or an output: there is nothing to compare them with. A side
     that failed later lets the others run, so that the steps before the failure are compared."""
-    running = [_start(side, nproc) for side in sides]
+    running = [_start(side) for side in sides]
     ended: dict[int, tuple[float, str]] = {}
     try:
         while len(ended) < len(running):
@@ -158,8 +167,8 @@ def _recorded(side: Side) -> bool:
     return False
 
 
-def _start(side: Side, nproc: int) -> tuple[Side, list[str], subprocess.Popen, float]:
-    command = side.command(nproc)
+def _start(side: Side) -> tuple[Side, list[str], subprocess.Popen, float]:
+    command = side.command()
     # output goes to files: a pipe that nobody reads while the program runs could fill and stall it
     with open(side.records / "stdout.txt", "wb") as out, open(side.records / "stderr.txt", "wb") as err:
         process = subprocess.Popen(command, cwd=side.cwd, env=side.env, stdout=out, stderr=err,
