@@ -602,7 +602,10 @@ class VerifyFormat(str, Enum):
 )
 def verify(
     ctx: typer.Context,
-    legacy: Annotated[Path, typer.Argument(help="The legacy script, or its project folder.", show_default=False)],
+    legacy: Annotated[
+        Path, typer.Argument(help="The legacy script or project folder, or git:REV (MIGRATED at a revision).",
+                             show_default=False)
+    ],
     migrated: Annotated[Path, typer.Argument(help="The migrated script, or its project folder.", show_default=False)],
     legacy_python: Annotated[
         Optional[str], typer.Option("--legacy-python", help="The legacy environment's interpreter (has torch_xla).")

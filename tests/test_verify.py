@@ -267,3 +267,37 @@ def test_a_batch_the_recorder_cannot_read_leaves_the_program_running(tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     assert "verify: equal: 2 model outputs compared" in run.stdout
     assert "note: the legacy side's recorder could not read its batches: " in run.stdout
+
+
+def _commit_all(repo):
+    git = ["git", "-C", str(repo), "-c", "user.email=dev@example.com", "-c", "user.name=dev"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "legacy"], check=True)
+
+
+@pytest.mark.slow
+def test_a_project_migrated_in_place_is_verified_against_its_last_commit(tmp_path):
+    shutil.copy(PROGRAMS / "sharded_loop.py", tmp_path)
+    _commit_all(tmp_path)
+    assert _cli("rewrite", "--quiet", "sharded_loop.py", cwd=tmp_path).returncode == 1
+    _edit(tmp_path / "sharded_loop.py", "lr=args.lr,", "lr=args.lr * 2,")
+
+    run = _cli("verify", "git:HEAD", "sharded_loop.py", "--legacy-env", f"PYTHONPATH={STUBS}", "--steps", "2",
+               cwd=tmp_path)
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "  legacy: git:HEAD:sharded_loop.py on cpu" in run.stdout
+    assert "the learning rate differs: 0.05 on the legacy side, 0.1 on the migrated one" in run.stdout
+    assert "M sharded_loop.py" in subprocess.run(["git", "-C", str(tmp_path), "status", "--short"],
+                                                 capture_output=True, text=True).stdout, "the working tree is kept"
+
+
+def test_a_revision_git_does_not_know_is_a_usage_error(tmp_path):
+    (tmp_path / "train.py").write_text("print('hi')\n", encoding="utf-8")
+    _commit_all(tmp_path)
+
+    run = _cli("verify", "git:no-such-branch", "train.py", cwd=tmp_path)
+
+    assert run.returncode == 2
+    assert "not a valid object name: no-such-branch" in run.stderr

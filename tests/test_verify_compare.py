@@ -389,3 +389,21 @@ def test_the_global_view_of_several_ranks_keeps_rank_0s_parameters_and_the_mean_
     assert not view.of("batch") and not view.of("output")
     assert view.of("params") == ranks[0].of("params")
     assert compare(global_view({0: training_record(loss=2.5)}), view, 1e-5).first is None
+
+
+def test_paths_inside_an_exported_revision_are_named_by_the_revision(tmp_path):
+    from neuron_migrate.verify.runner import _name_revision
+
+    exported = tmp_path / "export"
+    legacy, migrated = training_record(lr=0.1), training_record(lr=0.2)
+    d = causes.explain(compare(legacy, migrated, 1e-5).first, legacy, migrated, {}, [])
+    d.edits = [Edit("NM113", str(exported / "src" / "train.py"), 43, "xm.optimizer_step(opt) -> opt.step()")]
+    result = _result(DIFFERENT, d)
+    result.legacy.script = str(exported / "src" / "train.py")
+    result.legacy.command = ["python", str(exported / "src" / "train.py"), "--epochs", "1"]
+
+    _name_revision(result, exported, "git:HEAD~1")
+
+    assert result.legacy.script == "git:HEAD~1:src/train.py"
+    assert result.legacy.command == ["python", "git:HEAD~1:src/train.py", "--epochs", "1"]
+    assert d.edits[0].path == "git:HEAD~1:src/train.py"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import re
 import shutil
@@ -10,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 from neuron_migrate.report.verification import DIFFERENT, EQUAL, FAILED, Edit, SideRun, Verification
-from neuron_migrate.verify import causes
+from neuron_migrate.verify import causes, revision
 from neuron_migrate.verify.compare import compare
 from neuron_migrate.verify.records import Record, global_view, load
 from neuron_migrate.verify.sides import NUMERIC_VARS, Finished, Options, Side, legacy_side, migrated_side, run_both
@@ -30,21 +31,55 @@ class VerifyError(Exception):
 
 def verify(legacy: Path, migrated: Path, args: list[str], *, legacy_python: str | None = None,
            script: str | None = None, options: Options | None = None, keep: Path | None = None) -> Verification:
+    """Run ``legacy`` (a script, a project folder, or ``git:REV``: ``migrated`` at that revision) and
+    ``migrated`` with ``args``, and compare them. ``keep`` keeps both sides' records and output there."""
     options = options or Options()
-    legacy_script, migrated_script = entry(legacy, script), entry(migrated, script)
     python = _interpreter(legacy_python)
     if importlib.util.find_spec("torch") is None:
         raise VerifyError("verify runs the migrated side with torch: pip install 'neuron-migrate[runtime]' torch==2.13.0")
-    # absolute: each side runs in its own folder and writes its record there
-    work = Path(tempfile.mkdtemp(prefix="neuron-migrate-verify-")) if keep is None else keep.resolve()
+    with contextlib.ExitStack() as stack:
+        # absolute: each side runs in its own folder and writes its record there
+        work = keep.resolve() if keep is not None else stack.enter_context(_temporary("neuron-migrate-verify-"))
+        exported = stack.enter_context(_temporary("neuron-migrate-legacy-")) if revision.is_revision(str(legacy)) else None
+        target = _exported(str(legacy), migrated, exported) if exported is not None else legacy
+        sides = [legacy_side(python, entry(target, script), args, work, options),
+                 migrated_side(entry(migrated, script), args, work, options, _real_device())]
+        result = _result(run_both(sides, options.timeout), target, migrated, options)
+        if exported is not None:
+            _name_revision(result, exported, str(legacy))
+        return result
+
+
+@contextlib.contextmanager
+def _temporary(prefix: str):
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
     try:
-        sides = [legacy_side(python, legacy_script, args, work, options),
-                 migrated_side(migrated_script, args, work, options, _real_device())]
-        finished = run_both(sides, options.timeout)
-        return _result(finished, legacy, migrated, options)
+        yield folder
     finally:
-        if keep is None:
-            shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _name_revision(result: Verification, exported: Path, target: str) -> None:
+    """Paths inside the export are shown as ``git:REV:path``: the export is gone once verify returns."""
+    def named(path: str) -> str:
+        inside = Path(path)
+        if inside.is_absolute() and inside.is_relative_to(exported):
+            return f"{target}:{inside.relative_to(exported)}"
+        return path
+
+    result.legacy.script, result.legacy.cwd = named(result.legacy.script), named(result.legacy.cwd)
+    result.legacy.command = [named(word) for word in result.legacy.command]
+    for edit in result.divergence.edits if result.divergence else []:
+        edit.path = named(edit.path)
+
+
+def _exported(target: str, migrated: Path, into: Path) -> Path:
+    if not migrated.exists():
+        raise VerifyError(f"no such file or folder: {migrated}")
+    try:
+        return revision.export(target, migrated, into)
+    except revision.RevisionError as exc:
+        raise VerifyError(str(exc)) from None
 
 
 def _real_device() -> bool:
