@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from neuron_migrate.report.verification import Divergence, Edit
@@ -85,13 +85,13 @@ PATHS = Cause(
 
 def explain(first: Mismatch, legacy: Record, migrated: Record, legacy_env: dict[str, str],
             edits: list[Edit]) -> Divergence:
-    cause, text = _cause(first, legacy, migrated, legacy_env)
+    cause = _cause(first, legacy, migrated, legacy_env)
     mention = cause.mention or "\0"
     fitting = [edit for edit in edits if set(edit.risks) & set(cause.risks)] if cause.risks else []
     fitting.sort(key=lambda edit: (mention not in edit.message, *_nearness(edit, first.at)))
     fitting = _distinct(fitting)
     return Divergence(first.step, first.what, first.tensor, first.legacy, first.migrated, first.difference,
-                      cause=text, fix=cause.fix, edits=fitting[:MAX_EDITS], at=first.at)
+                      cause=cause.text, fix=cause.fix, edits=fitting[:MAX_EDITS], at=first.at)
 
 
 def _distinct(edits: list[Edit]) -> list[Edit]:
@@ -113,60 +113,60 @@ def _nearness(edit: Edit, at: str) -> tuple[int, int, str, int]:
     return (0 if same else 1, distance, edit.path, edit.line)
 
 
-def _cause(first: Mismatch, legacy: Record, migrated: Record, legacy_env: dict[str, str]) -> tuple[Cause, str]:
+def _cause(first: Mismatch, legacy: Record, migrated: Record, legacy_env: dict[str, str]) -> Cause:
     what = first.key[0]
     if first.reshaped and what in ("batch", "output"):
-        return SHAPES, SHAPES.text.format(what=first.what)
+        return replace(SHAPES, text=SHAPES.text.format(what=first.what))
     if what == "batch":
-        return DATA, DATA.text
+        return DATA
     bf16 = [name for name in BF16_VARS if legacy_env.get(name, "0") not in ("", "0", "false")]
     if bf16:
         # the switch rounds everything on the device, the initial weights included: it explains any of them
         return _bf16_switch(bf16[0])
     if what == "params-before":
-        return INITIAL, INITIAL.text
+        return INITIAL
     if what in ("output", "loss"):
         return _forward(first, legacy, migrated, legacy_env)
     if what == "grads":
         world = _world(legacy)
         if world > 1 or _world(migrated) > 1:
-            return AVERAGING, AVERAGING.text.format(world=max(world, _world(migrated)))
-        return GRADIENTS, GRADIENTS.text
+            return replace(AVERAGING, text=AVERAGING.text.format(world=max(world, _world(migrated))))
+        return GRADIENTS
     if what == "params-after":
         return _update(first, legacy, migrated)
-    return PATHS, PATHS.text
+    return PATHS
 
 
-def _forward(first: Mismatch, legacy: Record, migrated: Record, legacy_env: dict[str, str]) -> tuple[Cause, str]:
+def _forward(first: Mismatch, legacy: Record, migrated: Record, legacy_env: dict[str, str]) -> Cause:
     if _dropout(legacy, first.step) or _dropout(migrated, first.step):
         text = ("the model runs dropout in training mode: torch_xla draws its masks from the XLA device's own "
                 "generator, the migrated program from torch's, so the masks differ")
         fix = "compare with --no-dropout (dropout off on both sides), or with the model in eval mode"
-        return Cause(text, fix, ()), text
+        return Cause(text, fix, ())
     if first.dtypes[0] != first.dtypes[1] and all(first.dtypes):
         text = (f"the {first.what} is {first.dtypes[0]} on the legacy side and {first.dtypes[1]} on the migrated "
                 "side: the programs compute in different precisions (an autocast or a cast one side has)")
-        return Cause(text, "use the same autocast and casts on both sides", ("numerics",)), text
+        return Cause(text, "use the same autocast and casts on both sides", ("numerics",))
     ours, theirs = _autocast(legacy, first.step), _autocast(migrated, first.step)
     if ours != theirs:
         on, off = ("legacy", "migrated") if ours else ("migrated", "legacy")
         text = f"autocast is on in the {on} program and off in the {off} one at this step"
-        return Cause(text, "enable the same autocast on both sides (same dtype)", ("numerics",)), text
+        return Cause(text, "enable the same autocast on both sides (same dtype)", ("numerics",))
     if ours and first.difference is not None and first.difference < 5e-2:
         text = ("both sides autocast to a lower precision, and their autocast policies differ (which ops run in "
                 "bfloat16 is not the same in torch_xla and on the neuron device): a difference of this size is "
                 "expected, not a migration bug")
         fix = "compare with --rtol 5e-2, or without autocast to check the float32 program"
-        return Cause(text, fix, ("numerics",)), text
-    return FORWARD, FORWARD.text
+        return Cause(text, fix, ("numerics",))
+    return FORWARD
 
 
-def _bf16_switch(name: str) -> tuple[Cause, str]:
+def _bf16_switch(name: str) -> Cause:
     text = (f"{name}=1 ran the legacy side's float32 tensors in bfloat16; the migrated program has no such "
             "switch, so it computes in float32")
     fix = ("to match it, cast the model and its inputs to torch.bfloat16 (or use torch.autocast(\"neuron\", "
            "dtype=torch.bfloat16)); a difference of about 1e-2 then remains between rounding schemes")
-    return Cause(text, fix, ("numerics",), mention=name), text
+    return Cause(text, fix, ("numerics",), mention=name)
 
 
 def _dropout(record: Record, step: int) -> bool:
@@ -178,14 +178,14 @@ def _autocast(record: Record, step: int) -> bool:
     return any(event.get("autocast") for event in [*record.of("loss"), *record.of("output")] if event["step"] == step)
 
 
-def _update(first: Mismatch, legacy: Record, migrated: Record) -> tuple[Cause, str]:
+def _update(first: Mismatch, legacy: Record, migrated: Record) -> Cause:
     ours, theirs = _learning_rates(legacy, first.step), _learning_rates(migrated, first.step)
     if ours and theirs and ours != theirs:
         text = f"the learning rate differs: {_rates(ours)} on the legacy side, {_rates(theirs)} on the migrated one"
         fix = ("use the same learning rate: no edit of the rewrite sets it, so look at the code that computes it "
                "(a rate scaled by the world size, a scheduler that starts elsewhere)")
-        return Cause(text, fix, ()), text
-    return UPDATE, UPDATE.text
+        return Cause(text, fix, ())
+    return UPDATE
 
 
 def _learning_rates(record: Record, step: int) -> list[float]:

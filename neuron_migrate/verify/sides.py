@@ -88,7 +88,9 @@ def free_port() -> int:
 
 
 def ranks(name: str, options: Options) -> int:
-    return options.legacy_nproc or options.nproc if name == "legacy" else options.nproc
+    if name == "legacy" and options.legacy_nproc:
+        return options.legacy_nproc
+    return options.nproc
 
 
 def environment(name: str, records: Path, options: Options, extra_path: list[str]) -> dict[str, str]:
@@ -104,6 +106,7 @@ def environment(name: str, records: Path, options: Options, extra_path: list[str
     env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     env["PYTHONHASHSEED"] = str(options.seed)
     env["TOKENIZERS_PARALLELISM"] = "false"
+    # the recorder's settings (verify/site/sitecustomize.py reads these names; it cannot import them)
     env["NEURON_MIGRATE_VERIFY_RECORD"] = str(records)
     env["NEURON_MIGRATE_VERIFY_STEPS"] = str(options.steps)
     env["NEURON_MIGRATE_VERIFY_SEED"] = str(options.seed)
