@@ -31,17 +31,22 @@ def _cli(*args, cwd):
                           capture_output=True, text=True, timeout=300)
 
 
-@pytest.fixture
-def project(tmp_path):
-    """The legacy programs in ``legacy/`` and their rewrite by the command line in ``migrated/``."""
-    legacy, migrated = tmp_path / "legacy", tmp_path / "migrated"
+def _rewritten(root, *names):
+    """The legacy programs ``names`` in ``root/legacy/`` and their rewrite by the command line in
+    ``root/migrated/``."""
+    legacy, migrated = root / "legacy", root / "migrated"
     legacy.mkdir()
-    for name in ("sharded_loop.py", "inference.py"):
+    for name in names:
         shutil.copy(PROGRAMS / name, legacy / name)
     shutil.copytree(legacy, migrated)
-    rewrite = _cli("rewrite", "--quiet", migrated, cwd=tmp_path)
+    rewrite = _cli("rewrite", "--quiet", migrated, cwd=root)
     assert rewrite.returncode == 1, rewrite.stdout + rewrite.stderr
-    return tmp_path
+    return root
+
+
+@pytest.fixture
+def project(tmp_path):
+    return _rewritten(tmp_path, "sharded_loop.py", "inference.py")
 
 
 def _verify(root, name, *options):
@@ -110,11 +115,7 @@ def test_an_inference_script_compares_its_model_outputs(project):
 
 @pytest.mark.slow
 def test_a_transformers_model_fine_tuned_on_the_double_and_the_emulator_agrees(tmp_path):
-    legacy, migrated = tmp_path / "legacy", tmp_path / "migrated"
-    legacy.mkdir()
-    shutil.copy(PROGRAMS / "causal_lm_loop.py", legacy)
-    shutil.copytree(legacy, migrated)
-    assert _cli("rewrite", "--quiet", migrated, cwd=tmp_path).returncode == 1
+    _rewritten(tmp_path, "causal_lm_loop.py")
 
     run = _verify(tmp_path, "causal_lm_loop.py", "--steps", "4", "--keep-records", "records")
 
@@ -128,11 +129,7 @@ def test_a_transformers_model_fine_tuned_on_the_double_and_the_emulator_agrees(t
 
 @pytest.mark.slow
 def test_generated_tokens_are_compared_id_by_id(tmp_path):
-    legacy, migrated = tmp_path / "legacy", tmp_path / "migrated"
-    legacy.mkdir()
-    shutil.copy(PROGRAMS / "generate_tokens.py", legacy)
-    shutil.copytree(legacy, migrated)
-    assert _cli("rewrite", "--quiet", migrated, cwd=tmp_path).returncode == 1
+    migrated = _rewritten(tmp_path, "generate_tokens.py") / "migrated"
 
     same = _verify(tmp_path, "generate_tokens.py", "--format", "json")
     _edit(migrated / "generate_tokens.py", "[[1, 17, 42, 7, 99]]", "[[1, 17, 42, 7, 98]]")

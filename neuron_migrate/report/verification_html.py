@@ -11,7 +11,7 @@ import math
 
 from neuron_migrate.report.html import STYLE, esc
 from neuron_migrate.report.verification import SideRun, Verification
-from neuron_migrate.report.verification_text import difference, headline, number, shown, verdict
+from neuron_migrate.report.verification_text import difference, explanation, headline, number, shown, verdict
 
 WIDTH, HEIGHT, PAD = 720, 260, 44
 LEFT = 76  # room for the loss labels of the y axis
@@ -125,12 +125,7 @@ def divergence(result: Verification) -> str:
     d = result.divergence
     assert d is not None
     items = [f"<p><strong>First divergence:</strong> {esc(headline(d))}</p>"]
-    if d.at:
-        items.append(f"<p>at <code>{esc(shown(d.at))}</code></p>")
-    if d.cause:
-        items.append(f"<p><strong>Likely cause:</strong> {esc(d.cause)}</p>")
-    if d.fix:
-        items.append(f"<p><strong>Fix:</strong> {esc(d.fix)}</p>")
+    items += [f"<p><strong>{esc(label.capitalize())}:</strong> {esc(text)}</p>" for label, text in explanation(d)]
     if d.edits:
         edits = "".join(f"<li><code>{esc(shown(e.path))}:{e.line}</code> {esc(e.rule)} {esc(e.message)}</li>"
                         for e in d.edits)

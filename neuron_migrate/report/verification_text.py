@@ -110,16 +110,17 @@ def _divergence(result: Verification) -> list[str]:
     d = result.divergence
     assert d is not None
     lines = [f"first divergence: {headline(d)}"]
-    if d.at:
-        lines.append(f"  at {shown(d.at)}")
-    if d.cause:
-        lines.append(f"  likely cause: {d.cause}")
-    if d.fix:
-        lines.append(f"  fix: {d.fix}")
+    lines += [f"  {label}: {text}" for label, text in explanation(d)]
     if d.edits:
         lines.append("  edits and markers of the rewrite that may explain it:")
         lines += [f"    {shown(e.path)}:{e.line}: {e.rule} {e.message}" for e in d.edits]
     return lines
+
+
+def explanation(d: Divergence) -> list[tuple[str, str]]:
+    """Where the diverging value was made, its likely cause and the fix, those that are known."""
+    items = [("at", shown(d.at) if d.at else ""), ("likely cause", d.cause), ("fix", d.fix)]
+    return [(label, text) for label, text in items if text]
 
 
 def headline(d: Divergence) -> str:
