@@ -407,3 +407,10 @@ def test_paths_inside_an_exported_revision_are_named_by_the_revision(tmp_path):
     assert result.legacy.script == "git:HEAD~1:src/train.py"
     assert result.legacy.command == ["python", "git:HEAD~1:src/train.py", "--epochs", "1"]
     assert d.edits[0].path == "git:HEAD~1:src/train.py"
+
+
+def test_a_loss_divergence_reads_as_one_number():
+    migrated = changed(training_record(), "loss", 0, lambda e: e.update(value=2.5))
+    d = explained(training_record(), migrated)
+
+    assert verification_text.headline(d) == "step 0, loss: legacy 2, migrated 2.5, relative difference 2.00e-01"

@@ -38,7 +38,7 @@ def verdict(result: Verification) -> str:
                 f"within rtol {result.rtol:g}")
     if result.outcome == DIFFERENT:
         d = result.divergence
-        where = f"step {d.step}, {d.what} {d.tensor}" if d else "see above"
+        where = f"step {d.step}, {_subject(d)}" if d else "see above"
         return f"verify: different: the programs part at {where}"
     failed = " and ".join(side.name for side in (result.legacy, result.migrated) if side.error) or "a side"
     parted = f"; the programs had parted before, at step {result.divergence.step}" if result.divergence else ""
@@ -125,7 +125,12 @@ def explanation(d: Divergence) -> list[tuple[str, str]]:
 
 def headline(d: Divergence) -> str:
     size = f", relative difference {d.difference:.2e}" if d.difference is not None else ""
-    return f"step {d.step}, {d.what} {d.tensor}: legacy {d.legacy}, migrated {d.migrated}{size}"
+    return f"step {d.step}, {_subject(d)}: legacy {d.legacy}, migrated {d.migrated}{size}"
+
+
+def _subject(d: Divergence) -> str:
+    # a loss is one number: it has no tensor name
+    return f"{d.what} {d.tensor}" if d.tensor else d.what
 
 
 def _failure(side: SideRun) -> list[str]:

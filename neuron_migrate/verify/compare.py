@@ -110,7 +110,7 @@ def compare_events(key, legacy: dict[str, Any], migrated: dict[str, Any], rtol: 
     if key[0] == "loss":
         difference = relative(legacy["value"], migrated["value"])
         if difference > rtol:
-            return difference, Mismatch(key, "loss", f"{legacy['value']:.8g}", f"{migrated['value']:.8g}", difference)
+            return difference, Mismatch(key, "", f"{legacy['value']:.8g}", f"{migrated['value']:.8g}", difference)
         return difference, None
     return compare_tensors(legacy["tensors"], migrated["tensors"], rtol, key)
 
