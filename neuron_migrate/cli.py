@@ -644,7 +644,9 @@ def verify(
 ) -> None:
     """Run the legacy program and its rewrite on the same inputs and compare them step by step.
 
-    Arguments after -- go to both programs. Exit 0 when they agree within --rtol, 1 when they part (the first step, tensor and likely cause are shown), 2 when a side could not run (with its error).
+    Arguments after -- go to both programs. The first step, tensor and likely cause of a divergence are shown.
+
+    Exit 0 when they agree within --rtol, 1 when they part, 2 when a side could not run (with its error).
     """
     import shlex
 
@@ -655,7 +657,8 @@ def verify(
     targets = [(path, _verify_format(path)) for path in report or []]
     options = Options(steps=steps, rtol=rtol, nproc=nproc, legacy_nproc=legacy_nproc,
                       legacy_args=shlex.split(legacy_args or ""), seed=seed, timeout=timeout,
-                      allow_network=allow_network, no_dropout=no_dropout, legacy_env=_assignments(legacy_env, "--legacy-env"),
+                      allow_network=allow_network, no_dropout=no_dropout,
+                      legacy_env=_assignments(legacy_env, "--legacy-env"),
                       env=_assignments(env, "--env"))
     _require_torch("verify")
     if keep_records is not None:

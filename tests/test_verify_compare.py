@@ -345,7 +345,8 @@ def test_a_hub_error_says_the_side_needs_the_network_and_names_the_host():
 def test_a_missing_module_on_the_legacy_side_asks_for_the_legacy_interpreter():
     error = _error_of(_finished("legacy", 1, "ModuleNotFoundError: No module named 'torch_xla'\n"))
 
-    assert error == "/venv/bin/python has no module 'torch_xla' (pass --legacy-python: the interpreter of the legacy environment)"
+    assert error == ("/venv/bin/python has no module 'torch_xla' "
+                     "(pass --legacy-python: the interpreter of the legacy environment)")
 
 
 def test_a_legacy_side_that_cannot_start_several_ranks_is_told_to_use_one():

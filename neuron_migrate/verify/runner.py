@@ -36,11 +36,14 @@ def verify(legacy: Path, migrated: Path, args: list[str], *, legacy_python: str 
     options = options or Options()
     python = _interpreter(legacy_python)
     if importlib.util.find_spec("torch") is None:
-        raise VerifyError("verify runs the migrated side with torch: pip install 'neuron-migrate[runtime]' torch==2.13.0")
+        raise VerifyError("verify runs the migrated side with torch: "
+                          "pip install 'neuron-migrate[runtime]' torch==2.13.0")
     with contextlib.ExitStack() as stack:
         # absolute: each side runs in its own folder and writes its record there
         work = keep.resolve() if keep is not None else stack.enter_context(_temporary("neuron-migrate-verify-"))
-        exported = stack.enter_context(_temporary("neuron-migrate-legacy-")) if revision.is_revision(str(legacy)) else None
+        exported = None
+        if revision.is_revision(str(legacy)):
+            exported = stack.enter_context(_temporary("neuron-migrate-legacy-"))
         target = _exported(str(legacy), migrated, exported) if exported is not None else legacy
         sides = [legacy_side(python, entry(target, script), args, work, options),
                  migrated_side(entry(migrated, script), args, work, options, _real_device())]
@@ -131,7 +134,8 @@ def _result(finished: list[Finished], legacy: Path, migrated: Path, options: Opt
         return result
     if not sum(result.compared.values()):
         result.outcome = FAILED
-        result.legacy.error = "nothing to compare: the program made no optimizer step, called no model and read no batch"
+        result.legacy.error = ("nothing to compare: the program made no optimizer step, called no model and read "
+                               "no batch")
         return result
     _add_notes(result, records)
     return result
@@ -197,7 +201,8 @@ def edits(legacy: Path, migrated: Path) -> list[Edit]:
 def _side_run(done: Finished, records: dict[int, Record], options: Options) -> SideRun:
     record = records.get(0) or next(iter(records.values()), Record(0))
     env = {k: v for k, v in done.side.env.items() if k in NUMERIC_VARS}
-    run = SideRun(done.side.name, str(done.side.script), done.command, str(done.side.cwd), _device(done, record), done.returncode,
+    run = SideRun(done.side.name, str(done.side.script), done.command, str(done.side.cwd), _device(done, record),
+                  done.returncode,
                   round(done.seconds, 2), record.steps, record.stopped, network=record.network, environment=env)
     run.error = _error(done, record, options)
     if run.error:
@@ -230,7 +235,9 @@ def _error(done: Finished, record: Record, options: Options) -> str:
                 "or pass --allow-network")
     missing = MISSING_MODULE.findall(output)
     if missing:
-        hint = " (pass --legacy-python: the interpreter of the legacy environment)" if done.side.name == "legacy" else ""
+        hint = ""
+        if done.side.name == "legacy":
+            hint = " (pass --legacy-python: the interpreter of the legacy environment)"
         return f"{done.side.python} has no module {missing[-1]!r}{hint}"
     if done.side.nproc > 1 and done.side.name == "legacy" and not record.events:
         return (f"could not start {done.side.nproc} ranks ({_last_exception(done) or f'status {done.returncode}'}); "
@@ -253,7 +260,8 @@ def _tail(text: str) -> str:
 def _add_notes(result: Verification, records: list[dict[int, Record]]) -> None:
     for name, side in zip(("legacy", "migrated"), records):
         for failure in sorted({f for record in side.values() for f in record.failures}):
-            result.notes.append(f"the {name} side's recorder could not read its {failure}; those values are not compared")
+            result.notes.append(f"the {name} side's recorder could not read its {failure}; "
+                                "those values are not compared")
     legacy, migrated = records[0].get(0), records[1].get(0)
     if legacy is None or migrated is None:
         return

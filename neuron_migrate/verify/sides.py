@@ -181,7 +181,8 @@ def _start(side: Side) -> tuple[Side, list[str], subprocess.Popen, float]:
 
 def _finished(side: Side, command: list[str], process: subprocess.Popen, began: float, seconds: float,
               why: str) -> Finished:
-    texts = [(side.records / name).read_text(encoding="utf-8", errors="replace") for name in ("stdout.txt", "stderr.txt")]
+    texts = [(side.records / name).read_text(encoding="utf-8", errors="replace")
+             for name in ("stdout.txt", "stderr.txt")]
     return Finished(side, command, process.returncode, seconds, texts[0], texts[1], why == "timeout",
                     why == "cancelled")
 

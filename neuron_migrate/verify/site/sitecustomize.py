@@ -109,7 +109,8 @@ def _tensor_sums(torch, tensors):
         flat = _plain(tensor).detach().reshape(-1)
         count = flat.numel()
         exact = not (flat.is_floating_point() or flat.is_complex()) and count <= EXACT_INTEGERS
-        index = [] if not count else list(range(count)) if exact else sorted({i * (count - 1) // (SAMPLES - 1) for i in range(SAMPLES)})
+        index = list(range(count)) if exact else sorted({i * (count - 1) // (SAMPLES - 1) for i in range(SAMPLES)})
+        index = index if count else []
         sizes.append(len(index))
         as_float = flat.float() if flat.is_floating_point() or flat.is_complex() else flat.double()
         norms.append(as_float.norm() if count else as_float.new_zeros(()))
