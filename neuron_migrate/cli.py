@@ -636,7 +636,7 @@ def verify(
     ] = False,
     output_format: Annotated[VerifyFormat, typer.Option("--format", help="What stdout shows.")] = VerifyFormat.table,
     report: Annotated[
-        Optional[list[Path]], typer.Option("--report", help="Also write out.json or out.html (repeatable).")
+        Optional[list[Path]], typer.Option("--report", help="Also write out.json, out.md or out.html (repeatable).")
     ] = None,
     keep_records: Annotated[
         Optional[Path], typer.Option("--keep-records", help="Keep both sides' records and output in this folder.")
@@ -650,7 +650,6 @@ def verify(
     """
     import shlex
 
-    from neuron_migrate.report import verification_html, verification_text
     from neuron_migrate.verify import Options, VerifyError
     from neuron_migrate.verify import verify as run_verification
 
@@ -669,17 +668,30 @@ def verify(
                                       options=options, keep=keep_records)
     except VerifyError as exc:
         raise _fail(str(exc)) from None
-    data = json.dumps(result.to_dict(), indent=2) + "\n"
+    renderers = _verification_renderers()
     for path, kind in targets:
-        path.write_text(data if kind == "json" else verification_html.render(result), encoding="utf-8")
-    sys.stdout.write(data if output_format is VerifyFormat.json else verification_text.render(result))
+        path.write_text(renderers[kind](result), encoding="utf-8")
+    sys.stdout.write(renderers["json" if output_format is VerifyFormat.json else "text"](result))
     raise typer.Exit({"equal": 0, "different": 1}.get(result.outcome, USAGE_ERROR))
+
+
+VERIFY_REPORTS = ("json", "md", "html")
+
+
+def _verification_renderers() -> dict:
+    from neuron_migrate.report import verification_html, verification_md, verification_text
+
+    def as_json(result) -> str:
+        return json.dumps(result.to_dict(), indent=2) + "\n"
+
+    return {"json": as_json, "md": verification_md.render, "html": verification_html.render,
+            "text": verification_text.render}
 
 
 def _verify_format(path: Path) -> str:
     kind = path.suffix.lstrip(".").lower()
-    if kind not in ("json", "html"):
-        raise typer.BadParameter(f"{path}: the report is .json or .html", param_hint="--report")
+    if kind not in VERIFY_REPORTS:
+        raise typer.BadParameter(f"{path}: the report is .json, .md or .html", param_hint="--report")
     return kind
 
 

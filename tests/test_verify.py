@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 
+import jsonschema
 import pytest
 
 from conftest import ROOT
@@ -65,17 +66,21 @@ def _edit(path, old, new):
 
 
 def test_the_rewritten_loop_computes_what_the_legacy_loop_computed(project):
-    run = _verify(project, "sharded_loop.py", "--steps", "6", "--report", "out.json", "--report", "out.html")
+    run = _verify(project, "sharded_loop.py", "--steps", "6", "--report", "out.json", "--report", "out.html",
+                  "--report", "out.md")
 
     assert run.returncode == 0, run.stdout + run.stderr
     assert "verify: equal: 6 steps" in run.stdout
     assert "migrated: migrated/sharded_loop.py on neuron (emulated on CPU)" in run.stdout
     data = json.loads((project / "out.json").read_text(encoding="utf-8"))
+    schema = json.loads((ROOT / "docs" / "verify.schema.json").read_text(encoding="utf-8"))
+    jsonschema.validate(data, schema)
     assert data["outcome"] == "equal" and len(data["rows"]) == 6
     assert data["legacy"]["stopped"] and data["migrated"]["stopped"]
     assert data["compared"]["parameter"] == 6 and data["compared"]["batch"] == 6
     assert all(row["legacy_loss"] == row["migrated_loss"] for row in data["rows"])
     assert (project / "out.html").read_text(encoding="utf-8").count("<polyline") == 2
+    assert (project / "out.md").read_text(encoding="utf-8").startswith("## neuron-migrate verify: equal\n")
 
 
 def test_a_changed_learning_rate_is_found_at_the_first_update(project):

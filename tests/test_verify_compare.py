@@ -415,3 +415,46 @@ def test_a_loss_divergence_reads_as_one_number():
     d = explained(training_record(), migrated)
 
     assert verification_text.headline(d) == "step 0, loss: legacy 2, migrated 2.5, relative difference 2.00e-01"
+
+
+def _schema():
+    import jsonschema
+
+    from conftest import ROOT
+
+    package = ROOT / "neuron_migrate" / "report" / "verification.schema.json"
+    assert (ROOT / "docs" / "verify.schema.json").read_bytes() == package.read_bytes(), (
+        "docs/verify.schema.json is stale: cp neuron_migrate/report/verification.schema.json docs/verify.schema.json")
+    schema = json.loads(package.read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def test_every_outcome_matches_the_json_schema():
+    legacy, migrated = training_record(lr=0.1), training_record(lr=0.2)
+    d = causes.explain(compare(legacy, migrated, 1e-5).first, legacy, migrated, {}, [])
+    d.edits = [Edit("NM113", "train.py", 43, "xm.optimizer_step(opt) -> opt.step()", ["collectives"])]
+    failed = _result("failed")
+    failed.migrated.error, failed.migrated.output_tail = "RuntimeError: boom", "Traceback\nRuntimeError: boom"
+    validator = _schema()
+
+    for result in (_result(), _result(DIFFERENT, d), failed):
+        errors = sorted(validator.iter_errors(json.loads(json.dumps(result.to_dict()))), key=str)
+        assert not errors, errors[0].message
+
+
+def test_the_markdown_comment_puts_the_verdict_and_divergence_first_and_escapes_cells():
+    from neuron_migrate.report import verification_md
+
+    legacy, migrated = training_record(lr=0.1), training_record(lr=0.2)
+    d = causes.explain(compare(legacy, migrated, 1e-5).first, legacy, migrated, {}, [])
+    d.edits = [Edit("NM113", "train.py", 43, "a | b", ["collectives"])]
+    result = _result(DIFFERENT, d, compare(legacy, migrated, 1e-5).rows)
+    result.migrated.error, result.migrated.output_tail = "RuntimeError: boom", "Traceback\nRuntimeError: boom"
+
+    text = verification_md.render(result)
+
+    assert text.startswith("## neuron-migrate verify: different\n\nDifferent: the programs part at step 0, parameter w")
+    assert text.index("**First divergence:**") < text.index("| step | legacy loss")
+    assert "  - `train.py:43` NM113 a \\| b" in text
+    assert "<details><summary>its last lines of output</summary>\n\n```\nTraceback\nRuntimeError: boom\n```" in text
