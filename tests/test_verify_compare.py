@@ -232,7 +232,9 @@ def test_markers_left_in_the_migrated_code_are_read_with_their_rules_risks(tmp_p
 
 def test_records_are_read_per_rank_and_a_line_cut_short_is_dropped(tmp_path):
     lines = [json.dumps(event) for event in training_record(2).events]
-    (tmp_path / "rank0.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # a launcher that shares rank 0 with its worker records only its start
+    (tmp_path / "rank0-100.jsonl").write_text(lines[0] + "\n", encoding="utf-8")
+    (tmp_path / "rank0-101.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (tmp_path / "rank1.jsonl").write_text("\n".join(lines[:4]) + '\n{"kind": "lo', encoding="utf-8")
 
     records = load(tmp_path)
@@ -458,3 +460,23 @@ def test_the_markdown_comment_puts_the_verdict_and_divergence_first_and_escapes_
     assert text.index("**First divergence:**") < text.index("| step | legacy loss")
     assert "  - `train.py:43` NM113 a \\| b" in text
     assert "<details><summary>its last lines of output</summary>\n\n```\nTraceback\nRuntimeError: boom\n```" in text
+
+
+def test_gradients_that_differ_while_every_parameter_agrees_are_rounding_not_a_divergence():
+    migrated = changed(training_record(), "grads", 1, set_norm(0.5 * 1.03))
+
+    comparison = compare(training_record(), migrated, 1e-5)
+
+    assert comparison.first is None and all(row.equal for row in comparison.rows)
+    assert comparison.gradient_noise == pytest.approx(0.03 / 1.03, rel=1e-6)
+
+
+def test_a_tensor_that_is_zero_up_to_rounding_is_measured_against_the_whole_model():
+    def record(bias):
+        r = training_record()
+        for event in r.of("params"):
+            event["tensors"].append(tensor(bias, values=(bias / 2, -bias / 3), shape=(10,), name="bn.bias"))
+        return r
+
+    assert compare(record(3.7e-8), record(3.0e-8), 1e-5).first is None
+    assert compare(record(0.37), record(0.30), 1e-5).first.tensor == "bn.bias"

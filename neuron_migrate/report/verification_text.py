@@ -123,8 +123,13 @@ def explanation(d: Divergence) -> list[tuple[str, str]]:
     return [(label, text) for label, text in items if text]
 
 
+MODEL_WIDE = ("parameter", "gradient", "initial parameter")  # compared over the whole model at once
+
+
 def headline(d: Divergence) -> str:
     size = f", relative difference {d.difference:.2e}" if d.difference is not None else ""
+    if d.difference is not None and d.what in MODEL_WIDE:
+        size += f" over all {d.what}s (this one differs most)"
     return f"step {d.step}, {_subject(d)}: legacy {d.legacy}, migrated {d.migrated}{size}"
 
 

@@ -24,6 +24,7 @@ WHAT = {
 }
 
 
+MODEL_WIDE = ("params-before", "grads", "params-after")  # events that hold every tensor of the model
 PLURAL = {"loss": "losses", "params-before": "initial parameter sets", "params-after": "optimizer steps",
           "grads": "gradient sets"}
 
@@ -62,11 +63,15 @@ def compare_tensors(legacy: list[dict[str, Any]], migrated: list[dict[str, Any]]
     """The largest relative difference over the tensors, and the first tensor that differs."""
     if len(legacy) != len(migrated):
         return math.inf, Mismatch(key, "tensors", f"{len(legacy)} tensors", f"{len(migrated)} tensors", None)
+    reshaped = next(((i, a, b) for i, (a, b) in enumerate(zip(legacy, migrated)) if a["shape"] != b["shape"]), None)
+    if reshaped is not None:
+        index, a, b = reshaped
+        return math.inf, Mismatch(key, a.get("name") or f"tensor {index}", _shape(a), _shape(b), None, reshaped=True)
+    if key[0] in MODEL_WIDE:
+        return _compare_model(legacy, migrated, rtol, key)
     worst, first = 0.0, None
     for index, (a, b) in enumerate(zip(legacy, migrated)):
         name = a.get("name") or f"tensor {index}"
-        if a["shape"] != b["shape"]:
-            return math.inf, first or Mismatch(key, name, _shape(a), _shape(b), None, reshaped=True)
         difference = _tensor_difference(a, b)
         worst = max(worst, difference)
         if difference > rtol and first is None:
@@ -81,6 +86,45 @@ def _tensor_difference(a: dict[str, Any], b: dict[str, Any]) -> float:
     scale = max(a["norm"], b["norm"]) / math.sqrt(count)
     values = [relative(x, y, scale) for x, y in zip(a["values"], b["values"])]
     return max([relative(a["norm"], b["norm"]), *values])
+
+
+def _compare_model(legacy: list[dict[str, Any]], migrated: list[dict[str, Any]], rtol: float,
+                   key: tuple[str, int, int]) -> tuple[float, Mismatch | None]:
+    """All of a model's parameters (or gradients) as one vector: the norm of their difference over the larger
+    of their norms. A tensor that is zero up to rounding (the bias of a layer a batch norm follows) then does not
+    part the programs by its rounding residue, while an update that differs anywhere still does: updates are
+    about 1e-3 of the weights, a hundred times the default rtol. The tensor that differs most is named."""
+    moved = [_moved(a, b) for a, b in zip(legacy, migrated)]
+    size = max(math.sqrt(sum(t["norm"] ** 2 for t in side)) for side in (legacy, migrated))
+    total = math.sqrt(sum(m ** 2 for m in moved))
+    if any(math.isnan(m) for m in moved):
+        total = math.inf
+    difference = 0.0 if total == 0 else total / size if size > 0 else math.inf
+    if difference <= rtol:
+        return difference, None
+    index = max(range(len(moved)), key=lambda i: moved[i] if not math.isnan(moved[i]) else math.inf)
+    a, b = legacy[index], migrated[index]
+    typed = a["dtype"] != b["dtype"]
+    name = a.get("name") or f"tensor {index}"
+    return difference, Mismatch(key, name, _summary(a, typed), _summary(b, typed), difference, (a["dtype"], b["dtype"]))
+
+
+def _moved(a: dict[str, Any], b: dict[str, Any]) -> float:
+    """An estimate of the norm of ``a - b`` from the two norms and the sampled values."""
+    gaps = [_gap(x, y) for x, y in zip(a["values"], b["values"])]
+    norms = _gap(a["norm"], b["norm"])
+    if math.isnan(norms) or any(math.isnan(gap) for gap in gaps):
+        return math.nan
+    count = math.prod(a["shape"]) or 1
+    sampled = math.sqrt(sum(gap ** 2 for gap in gaps) / len(gaps) * count) if gaps else 0.0
+    return max(norms, sampled)
+
+
+def _gap(x: float, y: float) -> float:
+    """``|x - y|``, where two NaNs (or the same infinity) are no gap and one NaN is an unknown one."""
+    if math.isnan(x) or math.isnan(y):
+        return 0.0 if math.isnan(x) and math.isnan(y) else math.nan
+    return 0.0 if x == y else abs(x - y)
 
 
 def _first_different_value(a: dict[str, Any], b: dict[str, Any]) -> tuple[str, str] | None:
@@ -121,6 +165,8 @@ class Comparison:
     first: Mismatch | None
     compared: dict[str, int]
     outputs: list[OutputRow]
+    # the largest gradient difference when gradients alone differed and every parameter after them agreed
+    gradient_noise: float | None = None
 
 
 def compare(legacy: Record, migrated: Record, rtol: float, complete_only: bool = False) -> Comparison:
@@ -132,9 +178,8 @@ def compare(legacy: Record, migrated: Record, rtol: float, complete_only: bool =
     else:
         last = steps if legacy.stopped and migrated.stopped else max(legacy.steps, migrated.steps)
     worst: dict[tuple[str, int], float] = {}
-    first: Mismatch | None = None
     compared: dict[str, int] = {}
-    parted: set[int] = set()
+    mismatches: list[Mismatch] = []
     for key in _program_order(ours, theirs):
         if key[1] > last:
             continue
@@ -143,11 +188,27 @@ def compare(legacy: Record, migrated: Record, rtol: float, complete_only: bool =
             compared[WHAT[key[0]]] = compared.get(WHAT[key[0]], 0) + 1
             worst[(key[0], key[1])] = max(worst.get((key[0], key[1]), 0.0), difference)
         if mismatch is not None:
-            parted.add(key[1])
-            first = first or mismatch
+            mismatches.append(mismatch)
+    first, parted = _first_divergence(mismatches)
+    noise = None
+    if first is None and mismatches:
+        noise = max(m.difference or 0.0 for m in mismatches)
     rows = [_row(step, legacy, migrated, worst, step not in parted) for step in range(steps)]
     outputs = _output_rows(ours, theirs, rtol) if not max(legacy.steps, migrated.steps) else []
-    return Comparison(rows, first, compared, outputs)
+    return Comparison(rows, first, compared, outputs, noise)
+
+
+def _first_divergence(mismatches: list[Mismatch]) -> tuple[Mismatch | None, set[int]]:
+    """The first mismatch that matters, and the steps that parted.
+
+    Gradients alone do not part two programs: backward passes that sum in another order differ at rounding
+    level, and the parameters after the step say whether that mattered. A gradient that differs in the step
+    where something else first differs is where it started, and is named."""
+    decisive = [m for m in mismatches if m.key[0] != "grads"]
+    if not decisive:
+        return None, set()
+    step = decisive[0].step
+    return next(m for m in mismatches if m.step == step), {m.step for m in decisive}
 
 
 def _output_rows(ours: dict, theirs: dict, rtol: float) -> list[OutputRow]:

@@ -7,11 +7,13 @@ and its place among the events of that kind in that step (the third batch of ste
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+FILE_NAME = re.compile(r"rank(\d+)(?:-\d+)?\.jsonl")
 COMPARED = ("params-before", "batch", "output", "loss", "grads", "params-after")
 
 
@@ -88,15 +90,27 @@ def global_view(records: dict[int, Record]) -> Record:
 
 
 def load(folder: Path) -> dict[int, Record]:
-    """Every rank's record in ``folder``. A line cut short (a process killed while writing) is dropped."""
+    """Every rank's record in ``folder``. A line cut short (a process killed while writing) is dropped.
+
+    Each process writes ``rank<N>-<pid>.jsonl``. A launcher (xmp.spawn's parent) shares its worker's rank and
+    records nothing but its start: the process of a rank that recorded the most is that rank's record."""
     records: dict[int, Record] = {}
-    for path in sorted(folder.glob("rank*.jsonl")):
-        rank = int(path.stem[len("rank"):])
-        record = Record(rank)
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                record.events.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-        records[rank] = record
+    for path in sorted(folder.glob("rank*.jsonl"), key=lambda p: p.stat().st_mtime):
+        match = FILE_NAME.fullmatch(path.name)
+        if match is None:
+            continue
+        record = Record(int(match[1]), _events(path))
+        kept = records.get(record.rank)
+        if kept is None or len(record.events) >= len(kept.events):
+            records[record.rank] = record
     return records
+
+
+def _events(path: Path) -> list[dict[str, Any]]:
+    events = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return events

@@ -162,6 +162,10 @@ def _compare_ranks(result: Verification, pairs, legacy: Path, migrated: Path, le
         comparison = compare(ours, theirs, result.rtol, complete_only=complete_only)
         if rank == pairs[0][0]:
             result.rows, result.compared, result.outputs = comparison.rows, comparison.compared, comparison.outputs
+            if comparison.gradient_noise is not None:
+                result.notes.append(
+                    f"gradients differed (up to {comparison.gradient_noise:.1e} relative) while every parameter "
+                    "after them agreed: backward passes that sum in another order differ at rounding level")
         if comparison.first is not None:
             firsts.append((comparison.first.step, rank, comparison.first, ours, theirs))
     if not firsts:
@@ -224,7 +228,8 @@ def _device(done: Finished, record: Record) -> str:
 def _error(done: Finished, record: Record, options: Options) -> str:
     if done.timed_out:
         return f"did not finish in {options.timeout:g} s (raise --timeout or lower --steps)"
-    if done.returncode == 0 or done.cancelled:
+    if done.returncode == 0 or done.cancelled or record.stopped:
+        # a run the recorder stopped succeeded, whatever a launcher made of its worker's early exit
         return ""
     output = done.stderr + done.stdout
     if record.network or any(text in output for text in NETWORK_ERRORS):

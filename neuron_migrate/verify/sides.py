@@ -163,7 +163,7 @@ def run_both(sides: list[Side], timeout: float) -> list[Finished]:
 
 
 def _recorded(side: Side) -> bool:
-    for path in side.records.glob("rank*.jsonl"):
+    for path in side.records.glob("rank*.jsonl"):  # every process of the side
         text = path.read_text(encoding="utf-8", errors="replace")
         if '"kind": "params"' in text or '"kind": "output"' in text:
             return True

@@ -7,7 +7,7 @@ stops the program after the asked number of optimizer steps.
 
 This file is standalone on purpose: the legacy interpreter has torch and torch_xla, not neuron-migrate, so
 it imports nothing but the standard library and torch. It does nothing unless
-``NEURON_MIGRATE_VERIFY_RECORD`` names the folder to write ``rank<N>.jsonl`` into.
+``NEURON_MIGRATE_VERIFY_RECORD`` names the folder to write ``rank<N>-<pid>.jsonl`` into.
 """
 
 import importlib.abc
@@ -41,7 +41,9 @@ GENERATORS = (
 class _State:
     def __init__(self, folder, steps):
         rank = os.environ.get("RANK", "0")
-        self.file = open(os.path.join(folder, f"rank{rank}.jsonl"), "w", buffering=1, encoding="utf-8")
+        # one file per process: xmp.spawn's parent and its worker both have RANK=0
+        name = f"rank{rank}-{os.getpid()}.jsonl"
+        self.file = open(os.path.join(folder, name), "w", buffering=1, encoding="utf-8")
         self.steps = steps
         self.done = 0  # optimizer steps finished
         self.outputs = 0
