@@ -4,12 +4,7 @@ from . import _functional as F
 
 
 def syncfree_step(optimizer, closure, found_inf, use_adamw):
-    if found_inf.shape:
-        raise ValueError("The found_inf tensor has to be scalar type")
-    loss = None
-    if closure is not None:
-        with torch.enable_grad():
-            loss = closure()
+    loss = F.closure_loss(found_inf, closure)
     for group in optimizer.param_groups:
         params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps = [], [], [], [], [], []
         for p in group["params"]:

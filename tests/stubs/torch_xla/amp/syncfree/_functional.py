@@ -53,3 +53,13 @@ def adam_step(found_inf, state_steps, params, grads, exp_avgs, exp_avg_sqs, max_
         param.copy_(_keep(found_inf, param, new_param - step_size * (new_exp_avg / denom)))
         exp_avg.copy_(new_exp_avg)
         exp_avg_sq.copy_(new_exp_avg_sq)
+
+
+def closure_loss(found_inf, closure):
+    """What each syncfree step does first: check that found_inf is a scalar, then run the closure, if any."""
+    if found_inf.shape:
+        raise ValueError("The found_inf tensor has to be scalar type")
+    if closure is None:
+        return None
+    with torch.enable_grad():
+        return closure()

@@ -9,12 +9,7 @@ class SGD(torch.optim.SGD):
     def step(self, closure=None, found_inf=None):
         if found_inf is None:
             return super().step(closure=closure)
-        if found_inf.shape:
-            raise ValueError("The found_inf tensor has to be scalar type")
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = F.closure_loss(found_inf, closure)
         for group in self.param_groups:
             params, grads, buffers, steps = [], [], [], []
             for p in group["params"]:
