@@ -670,7 +670,8 @@ def verify(
         raise _fail(str(exc)) from None
     renderers = _verification_renderers()
     for path, kind in targets:
-        path.write_text(renderers[kind](result), encoding="utf-8")
+        path.write_text(_verification_page(path, result) if kind == "html" else renderers[kind](result),
+                        encoding="utf-8")
     sys.stdout.write(renderers["json" if output_format is VerifyFormat.json else "text"](result))
     raise typer.Exit({"equal": 0, "different": 1}.get(result.outcome, USAGE_ERROR))
 
@@ -686,6 +687,14 @@ def _verification_renderers() -> dict:
 
     return {"json": as_json, "md": verification_md.render, "html": verification_html.render,
             "text": verification_text.render}
+
+
+def _verification_page(path: Path, result) -> str:
+    """An existing rewrite report gets the verification as a section of its own; any other path a page."""
+    from neuron_migrate.report import verification_html
+
+    existing = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    return verification_html.embed(existing, result) or verification_html.render(result)
 
 
 def _verify_format(path: Path) -> str:

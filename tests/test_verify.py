@@ -286,15 +286,17 @@ def _commit_all(repo):
 def test_a_project_migrated_in_place_is_verified_against_its_last_commit(tmp_path):
     shutil.copy(PROGRAMS / "sharded_loop.py", tmp_path)
     _commit_all(tmp_path)
-    assert _cli("rewrite", "--quiet", "sharded_loop.py", cwd=tmp_path).returncode == 1
+    assert _cli("rewrite", "--quiet", "sharded_loop.py", "--report", "migration.html", cwd=tmp_path).returncode == 1
     _edit(tmp_path / "sharded_loop.py", "lr=args.lr,", "lr=args.lr * 2,")
 
     run = _cli("verify", "git:HEAD", "sharded_loop.py", "--legacy-env", f"PYTHONPATH={STUBS}", "--steps", "2",
-               cwd=tmp_path)
+               "--report", "migration.html", cwd=tmp_path)
 
     assert run.returncode == 1, run.stdout + run.stderr
     assert "  legacy: git:HEAD:sharded_loop.py on cpu" in run.stdout
     assert "the learning rate differs: 0.05 on the legacy side, 0.1 on the migrated one" in run.stdout
+    page = (tmp_path / "migration.html").read_text(encoding="utf-8")
+    assert "<h1>neuron-migrate report</h1>" in page and page.count('<section id="verification">') == 1
     assert "M sharded_loop.py" in subprocess.run(["git", "-C", str(tmp_path), "status", "--short"],
                                                  capture_output=True, text=True).stdout, "the working tree is kept"
 

@@ -480,3 +480,14 @@ def test_a_tensor_that_is_zero_up_to_rounding_is_measured_against_the_whole_mode
 
     assert compare(record(3.7e-8), record(3.0e-8), 1e-5).first is None
     assert compare(record(0.37), record(0.30), 1e-5).first.tensor == "bn.bias"
+
+
+def test_a_rewrite_report_gets_the_verification_as_its_last_section_once():
+    page = "<body><header><h1>neuron-migrate report</h1></header><main><p>findings</p></main><footer/></body>"
+
+    once = verification_html.embed(page, _result())
+    twice = verification_html.embed(once, _result())
+
+    assert once.index("<p>findings</p>") < once.index('<section id="verification">') < once.index("</main>")
+    assert twice.count('<section id="verification">') == 1 and twice == once
+    assert verification_html.embed("<html><main></main></html>", _result()) is None, "not a rewrite report"

@@ -8,6 +8,7 @@ edits that touch it, and each side's command.
 from __future__ import annotations
 
 import math
+import re
 
 from neuron_migrate.report.html import STYLE, esc
 from neuron_migrate.report.verification import SideRun, Verification
@@ -38,13 +39,27 @@ def render(result: Verification) -> str:
     return "\n".join(["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
                       f'<meta http-equiv="Content-Security-Policy" content="{policy}">',
                       '<meta name="viewport" content="width=device-width, initial-scale=1">',
-                      "<title>neuron-migrate verify</title>", f"<style>{STYLE}{EXTRA_STYLE}</style>", "</head>",
+                      "<title>neuron-migrate verify</title>", f"<style>{STYLE}</style>", "</head>",
                       "<body>", *body, "</body>", "</html>", ""])
 
 
+REPORT_HEADING = "<h1>neuron-migrate report</h1>"  # the rewrite report's page (report/html.py)
+SECTION = re.compile(r'<section id="verification">.*?</section>\n?', re.S)
+
+
+def embed(page: str, result: Verification) -> str | None:
+    """The rewrite report ``page`` with this verification as its last section (replacing an earlier one), or
+    None when ``page`` is not a rewrite report."""
+    if REPORT_HEADING not in page or "</main>" not in page:
+        return None
+    page = SECTION.sub("", page)
+    head, _, tail = page.rpartition("</main>")
+    return f"{head}{section(result)}\n</main>{tail}"
+
+
 def section(result: Verification) -> str:
-    """The verification section: what another page (a migration report) can embed as it is."""
-    parts = ['<section id="verification"><h2>Verification</h2>',
+    """The verification section, with its own style: what a migration report embeds as it is."""
+    parts = [f'<section id="verification"><style>{EXTRA_STYLE}</style><h2>Verification</h2>',
              f'<p class="verdict {esc(result.outcome)}">{esc(verdict(result))}</p>']
     if result.divergence is not None:
         parts.append(divergence(result))
