@@ -185,7 +185,7 @@ def edits(legacy: Path, migrated: Path) -> list[Edit]:
     in the migrated one: the places a divergence may come from. A script stands for its folder, where its
     launcher and its modules are."""
     legacy, migrated = (path if path.is_dir() else path.parent for path in (legacy, migrated))
-    from neuron_migrate.config import load_config
+    from neuron_migrate.config import ConfigError, load_config
     from neuron_migrate.migrate.runner import run
     from neuron_migrate.rules import catalog
 
@@ -193,7 +193,7 @@ def edits(legacy: Path, migrated: Path) -> list[Edit]:
     found: list[Edit] = []
     try:
         report = run([legacy], load_config([legacy]), mode="check", diffs=False)
-    except Exception:  # noqa: BLE001 - a config the legacy tree cannot load must not hide the comparison
+    except (ConfigError, OSError):  # a configuration the legacy tree cannot load must not hide the comparison
         report = None
     if report is not None:
         for file in report.files:
@@ -206,8 +206,8 @@ def _side_run(done: Finished, records: dict[int, Record], options: Options) -> S
     record = records.get(0) or next(iter(records.values()), Record(0))
     env = {k: v for k, v in done.side.env.items() if k in NUMERIC_VARS}
     run = SideRun(done.side.name, str(done.side.script), done.command, str(done.side.cwd), _device(done, record),
-                  done.returncode,
-                  round(done.seconds, 2), record.steps, record.stopped, network=record.network, environment=env)
+                  done.returncode, round(done.seconds, 2), record.steps, record.stopped, network=record.network,
+                  environment=env)
     run.error = _error(done, record, options)
     if run.error:
         run.output_tail = _tail(done.stderr or done.stdout)
@@ -226,31 +226,46 @@ def _device(done: Finished, record: Record) -> str:
 
 
 def _error(done: Finished, record: Record, options: Options) -> str:
+    """Why a side failed, in a sentence; empty when it did not (a run the recorder stopped succeeded, whatever a
+    launcher made of its worker's early exit)."""
     if done.timed_out:
         return f"did not finish in {options.timeout:g} s (raise --timeout or lower --steps)"
     if done.returncode == 0 or done.cancelled or record.stopped:
-        # a run the recorder stopped succeeded, whatever a launcher made of its worker's early exit
         return ""
-    output = done.stderr + done.stdout
-    if record.network or any(text in output for text in NETWORK_ERRORS):
-        tried = record.network or sorted(set(ADDRESS.findall(output)))[:3]
-        hosts = f" (it tried {', '.join(tried)})" if tried else ""
-        return (f"needs the network{hosts}: verify runs both sides offline so that they read the same data; "
-                "download the model or dataset once and point both sides at the local copy (docs/verify.md), "
-                "or pass --allow-network")
-    missing = MISSING_MODULE.findall(output)
-    if missing:
-        hint = ""
-        if done.side.name == "legacy":
-            hint = " (pass --legacy-python: the interpreter of the legacy environment)"
-        return f"{done.side.python} has no module {missing[-1]!r}{hint}"
-    if done.side.nproc > 1 and done.side.name == "legacy" and not record.events:
-        return (f"could not start {done.side.nproc} ranks ({_last_exception(done) or f'status {done.returncode}'}); "
-                "torch_xla's PJRT CPU device runs one process: rerun with --legacy-nproc 1 and give the legacy "
-                "side the same global batch with --legacy-args (the per-rank batch times the ranks)")
+    for diagnose in (_needs_network, _missing_module, _lone_legacy_ranks):
+        found = diagnose(done, record)
+        if found:
+            return found
     if done.returncode is not None and done.returncode < 0:
         return f"killed by signal {-done.returncode}"
     return _last_exception(done) or f"exited with status {done.returncode}"
+
+
+def _needs_network(done: Finished, record: Record) -> str:
+    output = done.stderr + done.stdout
+    if not record.network and not any(text in output for text in NETWORK_ERRORS):
+        return ""
+    tried = record.network or sorted(set(ADDRESS.findall(output)))[:3]
+    hosts = f" (it tried {', '.join(tried)})" if tried else ""
+    return (f"needs the network{hosts}: verify runs both sides offline so that they read the same data; "
+            "download the model or dataset once and point both sides at the local copy (docs/verify.md), "
+            "or pass --allow-network")
+
+
+def _missing_module(done: Finished, record: Record) -> str:
+    missing = MISSING_MODULE.findall(done.stderr + done.stdout)
+    if not missing:
+        return ""
+    hint = " (pass --legacy-python: the interpreter of the legacy environment)" if done.side.name == "legacy" else ""
+    return f"{done.side.python} has no module {missing[-1]!r}{hint}"
+
+
+def _lone_legacy_ranks(done: Finished, record: Record) -> str:
+    if done.side.nproc == 1 or done.side.name != "legacy" or record.events:
+        return ""
+    return (f"could not start {done.side.nproc} ranks ({_last_exception(done) or f'status {done.returncode}'}); "
+            "torch_xla's PJRT CPU device runs one process: rerun with --legacy-nproc 1 and give the legacy "
+            "side the same global batch with --legacy-args (the per-rank batch times the ranks)")
 
 
 def _last_exception(done: Finished) -> str:
