@@ -309,3 +309,22 @@ def test_a_revision_git_does_not_know_is_a_usage_error(tmp_path):
 
     assert run.returncode == 2
     assert "not a valid object name: no-such-branch" in run.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example, script", [("optimum-inference", "generate.py"), ("optimum-sft", "train.py")])
+def test_an_optimum_example_says_what_its_legacy_side_lacks_here(tmp_path, example, script):
+    # optimum-neuron runs only on Neuron hardware with its own stack, and the examples load a model from the hub:
+    # here the legacy side lacks optimum and the migrated one the network. Whichever fails first stops the
+    # other, and verify says why instead of comparing anything.
+    source = ROOT / "examples" / example
+    migrated = tmp_path / example
+    shutil.copytree(source, migrated)
+    assert _cli("rewrite", "--quiet", migrated, cwd=tmp_path).returncode == 1
+
+    run = _cli("verify", source, migrated, "--script", script, cwd=tmp_path)
+
+    assert run.returncode == 2, run.stdout + run.stderr
+    lacks_optimum = f"the legacy side failed: {sys.executable} has no module 'optimum' (pass --legacy-python"
+    needs_network = "the migrated side failed: needs the network (it tried huggingface.co)"
+    assert lacks_optimum in run.stdout or needs_network in run.stdout, run.stdout
