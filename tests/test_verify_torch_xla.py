@@ -3,7 +3,9 @@
 Build the venv once (a CUDA build of torch, about 7 GB) and name its interpreter:
 
     python3 -m venv ~/venvs/torch-xla
-    ~/venvs/torch-xla/bin/pip install torch==2.9.0 torch-xla==2.9.0 numpy "transformers==$(python -c 'import transformers; print(transformers.__version__)')"
+    ~/venvs/torch-xla/bin/pip install torch==2.9.0 torch-xla==2.9.0 numpy \
+        "transformers==$(python -c 'import transformers; print(transformers.__version__)')" \
+        "accelerate==$(python -c 'import accelerate; print(accelerate.__version__)')"
     NEURON_MIGRATE_TORCH_XLA_PYTHON=~/venvs/torch-xla/bin/python python -m pytest -m slow tests/test_verify_torch_xla.py
 
 Without the variable every test here is skipped. The legacy side then runs on XLA's CPU device
@@ -36,7 +38,7 @@ def project(tmp_path):
     """The example project and the legacy programs in ``legacy/``, their rewrite in ``migrated/``."""
     legacy = tmp_path / "legacy"
     shutil.copytree(ROOT / "examples" / "xla-training", legacy)
-    for name in ("sharded_loop.py", "inference.py", "causal_lm_loop.py", "generate_tokens.py"):
+    for name in ("sharded_loop.py", "inference.py", "causal_lm_loop.py", "generate_tokens.py", "trainer_loop.py"):
         shutil.copy(PROGRAMS / name, legacy / name)
     shutil.copytree(legacy, tmp_path / "migrated")
     assert _cli("rewrite", "--quiet", tmp_path / "migrated", cwd=tmp_path).returncode == 1
@@ -102,6 +104,13 @@ def test_a_transformers_model_fine_tuned_with_clipping_agrees(project):
 
     assert code == 0, result
     assert result["compared"]["parameter"] == 5
+
+
+def test_transformers_trainer_on_xla_and_on_the_neuron_device_agree(project):
+    code, result = _verify(project, "trainer_loop.py", "--steps", "4")
+
+    assert code == 0, result
+    assert result["legacy"]["device"] == "xla (PJRT_DEVICE=CPU)" and len(result["rows"]) == 4
 
 
 def test_generated_tokens_agree(project):

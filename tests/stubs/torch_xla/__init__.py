@@ -7,6 +7,9 @@ process group of the program's own, as they did under PJRT. It is not a model of
 
 import torch
 
+# The release whose semantics the double follows; transformers' Trainer reads it.
+__version__ = "2.9.0"
+
 
 def device(index=None):
     return torch.device("cpu")
