@@ -317,7 +317,7 @@ def _finished(name, returncode, stderr="", stdout="", nproc=1):
 
     from neuron_migrate.verify.sides import Finished, Side
 
-    side = Side(name, "/venv/bin/python", Path("/work/train.py"), [], Path("/tmp/records"), {}, nproc=nproc)
+    side = Side(name, "/venv/bin/python", Path("/project/train.py"), [], Path("/tmp/records"), {}, nproc=nproc)
     return Finished(side, ["python", "train.py"], returncode, 1.0, stdout, stderr)
 
 
