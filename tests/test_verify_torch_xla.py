@@ -38,7 +38,8 @@ def project(tmp_path):
     """The example project and the legacy programs in ``legacy/``, their rewrite in ``migrated/``."""
     legacy = tmp_path / "legacy"
     shutil.copytree(ROOT / "examples" / "xla-training", legacy)
-    for name in ("sharded_loop.py", "inference.py", "causal_lm_loop.py", "generate_tokens.py", "trainer_loop.py"):
+    for name in ("sharded_loop.py", "inference.py", "causal_lm_loop.py", "generate_tokens.py", "trainer_loop.py",
+                 "conv_batchnorm_loop.py"):
         shutil.copy(PROGRAMS / name, legacy / name)
     shutil.copytree(legacy, tmp_path / "migrated")
     assert _cli("rewrite", "--quiet", tmp_path / "migrated", cwd=tmp_path).returncode == 1
@@ -111,6 +112,13 @@ def test_transformers_trainer_on_xla_and_on_the_neuron_device_agree(project):
 
     assert code == 0, result
     assert result["legacy"]["device"] == "xla (PJRT_DEVICE=CPU)" and len(result["rows"]) == 4
+
+
+def test_a_convolution_with_batch_norm_agrees_despite_the_rounding_residue_of_its_biases(project):
+    code, result = _verify(project, "conv_batchnorm_loop.py", "--steps", "10")
+
+    assert code == 0, result
+    assert max(row["parameter_difference"] for row in result["rows"]) < 1e-5
 
 
 def test_generated_tokens_agree(project):
