@@ -30,6 +30,14 @@ def _copy_example(tmp_path):
     return target
 
 
+def _migrated_example(tmp_path):
+    """A copy of the example rewritten by the command line, and the environment that ran it."""
+    project = _copy_example(tmp_path)
+    env = _env(ROOT)
+    assert _run(["-m", "neuron_migrate", "rewrite", str(project)], cwd=tmp_path, env=env).returncode == 1
+    return project, env
+
+
 def _snapshot(folder):
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
 
@@ -114,9 +122,7 @@ def test_the_migrated_example_trains_on_the_emulated_device_with_no_hand_edits(t
     # bf16 switch of run.sh): none of it stops the program. `audit --run` starts it as one
     # torchrun process on the emulated device and reports what would recompile or sync.
     pytest.importorskip("torch")
-    project = _copy_example(tmp_path)
-    env = _env(ROOT)
-    assert _run(["-m", "neuron_migrate", "rewrite", str(project)], cwd=tmp_path, env=env).returncode == 1
+    project, env = _migrated_example(tmp_path)
     code = (project / "train.py").read_text()
     assert 'inputs, labels = inputs.to("neuron"), labels.to("neuron")' in code
     assert "TODO(neuron-migrate" not in code
@@ -135,9 +141,7 @@ def test_verify_finds_the_migrated_example_computing_what_the_legacy_one_compute
     # The third step of a migration, as the README shows it: rewrite, review, verify. The legacy side runs
     # against the torch_xla double, the rewrite on the emulated device; float32 training agrees step by step.
     pytest.importorskip("torch")
-    project = _copy_example(tmp_path)
-    env = _env(ROOT)
-    assert _run(["-m", "neuron_migrate", "rewrite", str(project)], cwd=tmp_path, env=env).returncode == 1
+    project, env = _migrated_example(tmp_path)
 
     run = _run(["-m", "neuron_migrate", "verify", str(EXAMPLE), str(project), "--steps", "5",
                 "--legacy-env", f"PYTHONPATH={STUBS}", "--", "--output-dir", str(tmp_path / "ckpt")],

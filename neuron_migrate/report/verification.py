@@ -13,7 +13,6 @@ VERIFICATION_SCHEMA = "1.0"
 EQUAL = "equal"
 DIFFERENT = "different"
 FAILED = "failed"  # a side did not run to the end of what was asked
-OUTCOMES = (EQUAL, DIFFERENT, FAILED)
 
 
 @dataclass
