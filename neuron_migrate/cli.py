@@ -164,6 +164,11 @@ def rewrite(
     no_comments: Annotated[
         bool, typer.Option("--no-comments", help="No marker comments in the code; the guidance stays in the report.")
     ] = False,
+    keep_dual_stack: Annotated[
+        bool,
+        typer.Option("--keep-dual-stack", help="Keep code's torch_xla branches and add a neuron one beside each "
+                                               "(for libraries that must still run on the XLA stack)."),
+    ] = False,
     jobs: Annotated[Optional[int], typer.Option("--jobs", min=1, help="Worker processes (default: CPU count).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the result cache.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors and a one-line summary.")] = False,
@@ -193,7 +198,9 @@ def rewrite(
     if Path("-") in paths:
         if len(paths) > 1:
             raise _fail("- (stdin) cannot be combined with other paths")
-        raise typer.Exit(_rewrite_stdin(stdin_filename or "stdin.py", selected, ignored, no_comments, diff, check))
+        raise typer.Exit(
+            _rewrite_stdin(stdin_filename or "stdin.py", selected, ignored, no_comments, keep_dual_stack, diff, check)
+        )
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         raise _fail(f"no such file or folder: {', '.join(missing)}")
@@ -206,6 +213,7 @@ def rewrite(
             select=selected,
             ignore=ignored,
             no_comments=True if no_comments else None,
+            keep_dual_stack=True if keep_dual_stack else None,
             jobs=jobs,
             cache=False if no_cache else None,
         )
@@ -267,7 +275,7 @@ def _print_findings_as(report, fmt: str, rules, terminal, stream) -> None:
     stream.flush()
 
 
-def _rewrite_stdin(name: str, select, ignore, no_comments: bool, diff: bool, check: bool) -> int:
+def _rewrite_stdin(name: str, select, ignore, no_comments: bool, keep_dual_stack: bool, diff: bool, check: bool) -> int:
     """``rewrite -``: the file read from stdin, rewritten on stdout (or its diff with --diff, nothing with
     --check); findings go to stderr. Exit codes as for files."""
     from neuron_migrate.migrate.discover import kind_of
@@ -277,7 +285,8 @@ def _rewrite_stdin(name: str, select, ignore, no_comments: bool, diff: bool, che
 
     data = sys.stdin.buffer.read()
     kind = kind_of(name) or "python"
-    outcome = ADAPTERS[kind](data, name, rule_plan(tuple(select or ()), tuple(ignore or ())), no_comments)
+    plan = rule_plan(tuple(select or ()), tuple(ignore or ()), keep_dual_stack)
+    outcome = ADAPTERS[kind](data, name, plan, no_comments)
     for finding in outcome.findings:
         typer.echo(f"{name}:{finding.span.line}:{finding.span.column}: {finding.rule} [{finding.safety}] "
                    f"{finding.message}", err=True)

@@ -49,6 +49,9 @@ class Config:
     exclude: tuple[str, ...] = ()
     extend_exclude: tuple[str, ...] = ()
     no_comments: bool = False
+    # Dual-stack code keeps its torch_xla branch and gains a neuron one (for libraries that must still run
+    # on the XLA stack); by default the XLA branch becomes the neuron one.
+    keep_dual_stack: bool = False
     jobs: int | None = None
     cache: bool = True
     cache_dir: Path | None = None
@@ -77,6 +80,7 @@ class Config:
             "ignore": sorted(s.upper() for s in self.ignore),
             "per_file_ignores": [[pattern, sorted(ids)] for pattern, ids in self.per_file_ignores],
             "no_comments": self.no_comments,
+            "keep_dual_stack": self.keep_dual_stack,
         }
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -121,6 +125,7 @@ KEYS = {
     "per-file-ignores": ("per_file_ignores", _per_file_ignores,
                          'a table of glob pattern = [rule ids], e.g. {"tests/**" = ["NM1"]}'),
     "no-comments": ("no_comments", _boolean, "true or false"),
+    "keep-dual-stack": ("keep_dual_stack", _boolean, "true or false"),
     "jobs": ("jobs", _positive_int, "a positive integer"),
     "cache": ("cache", _boolean, "true or false"),
 }
@@ -186,6 +191,7 @@ def load_config(
     select: Iterable[str] | None = None,
     ignore: Iterable[str] | None = None,
     no_comments: bool | None = None,
+    keep_dual_stack: bool | None = None,
     jobs: int | None = None,
     cache: bool | None = None,
     exclude: Iterable[str] | None = None,
@@ -206,6 +212,7 @@ def load_config(
         "ignore": None if ignore is None else tuple(ignore),
         "exclude": None if exclude is None else tuple(exclude),
         "no_comments": no_comments,
+        "keep_dual_stack": keep_dual_stack,
         "jobs": jobs,
         "cache": cache,
     }

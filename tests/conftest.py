@@ -60,5 +60,18 @@ def migrate(plan):
     return run
 
 
+@pytest.fixture(scope="session")
+def migrate_keeping_dual_stack():
+    """Rewrite a source text with every rule and --keep-dual-stack."""
+    from neuron_migrate.migrate.engine import RulePlan, migrate_python
+
+    plan = RulePlan.build(keep_dual_stack=True)
+
+    def run(source: str, path: str = "example.py", **kwargs):
+        return migrate_python(source, path, plan, **kwargs)
+
+    return run
+
+
 # --- the emulated neuron device (tests/test_emulator_*.py) -----------------------------------------------------
 from neuron_migrate.analyzers.emulator.pytest_plugin import neuron_emulator  # noqa: E402,F401

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, ROOT
-from neuron_migrate.migrate.imports import SHIM_GUARDS
 
 PROJECTS = FIXTURES / "projects"
 EXAMPLE = ROOT / "examples" / "xla-training"
@@ -66,9 +65,6 @@ class _Scope:
     def __init__(self) -> None:
         self.bound: set[str] = set()
         self.legacy: set[str] = set()
-        # legacy names bound only inside a compatibility shim: code using them runs only on the
-        # legacy stack and is kept on purpose
-        self.shim_legacy: set[str] = set()
         self.declared_outer: set[str] = set()
 
 
@@ -132,10 +128,7 @@ class _Checker:
                 for alias in node.names:
                     if alias.name != "*":
                         owner.bound.add(alias.asname or alias.name.split(".")[0])
-                if self._in_shim(node):
-                    owner.shim_legacy.update(_legacy_bindings(node))
-                else:
-                    owner.legacy.update(_legacy_bindings(node))
+                owner.legacy.update(_legacy_bindings(node))
 
     def _binding_scope(self, node: ast.Name) -> ast.AST | None:
         for scope_node in self._enclosing_scopes(node):
@@ -144,15 +137,24 @@ class _Checker:
                 return scope_node
         return None
 
-    def _in_shim(self, node: ast.AST) -> bool:
-        for ancestor in self._ancestors(node):
-            if isinstance(ancestor, _TRIES) and any(_legacy_bindings(s) for s in ancestor.body):
-                return True
-            if isinstance(ancestor, ast.If):
-                test = ast.get_source_segment(self.code, ancestor.test) or ""
-                if any(guard in test for guard in SHIM_GUARDS):
-                    return True
+    def _is_presence_test(self, node: ast.Name) -> bool:
+        """``if met is not None:`` of a name a try's handler sets to None: it only asks whether the
+        legacy import worked (the use it guards is marked, or the test asks for TorchNeuron instead)."""
+        parent = self.parents.get(node)
+        if isinstance(parent, ast.Compare) and parent.left is node and len(parent.ops) == 1:
+            if isinstance(parent.ops[0], (ast.Is, ast.IsNot)) and ast.unparse(parent.comparators[0]) == "None":
+                return node.id in self.none_fallbacks
         return False
+
+    @property
+    def none_fallbacks(self) -> set[str]:
+        names = set()
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.ExceptHandler):
+                for stmt in node.body:
+                    if isinstance(stmt, ast.Assign) and ast.unparse(stmt.value) == "None":
+                        names.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+        return names
 
     def _statement(self, node: ast.AST) -> ast.stmt:
         if isinstance(node, ast.stmt):
@@ -180,7 +182,7 @@ class _Checker:
             if node.id not in scope.legacy:
                 continue
             self.used.add((id(scope_node), node.id))
-            if self._in_shim(node) or self._is_marked(self._statement(node)):
+            if self._is_presence_test(node) or self._is_marked(self._statement(node)):
                 continue
             found.append(f"line {node.lineno}: unmarked use of `{node.id}`")
         # With a TODO left in the file the user finishes the migration by hand, and the markers
@@ -189,7 +191,7 @@ class _Checker:
             return sorted(found, key=_line_number)
         for node in ast.walk(self.tree):
             names = _legacy_bindings(node) if isinstance(node, ast.stmt) else []
-            if not names or self._in_shim(node):
+            if not names:
                 continue
             scope_id = id(self._scope_of(node))
             for name in names:

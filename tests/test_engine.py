@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 
-def test_a_name_bound_by_a_shim_and_by_a_plain_import_is_migrated(migrate):
+def test_a_name_bound_by_a_shim_and_by_a_plain_import_is_migrated(migrate_keeping_dual_stack):
     source = (
         "try:\n"
         "    import torch_xla.core.xla_model as xm\n"
@@ -14,12 +14,40 @@ def test_a_name_bound_by_a_shim_and_by_a_plain_import_is_migrated(migrate):
         "xm.mark_step()\n"
         "import torch_xla.core.xla_model as xm\n"
     )
-    code = migrate(source).code
+    code = migrate_keeping_dual_stack(source).code
     assert "xm.mark_step()" not in code
     assert code.startswith("try:\n    import torch_xla.core.xla_model as xm\n")
 
 
-def test_uses_of_a_shim_only_name_are_kept_and_reported(migrate):
+def test_a_try_guard_that_only_imported_what_the_rewrite_no_longer_needs_goes(migrate):
+    source = (
+        "try:\n"
+        "    import torch_xla.core.xla_model as xm\n"
+        "except ImportError:\n"
+        "    xm = None\n"
+        "xm.mark_step()\n"
+        "import torch_xla.core.xla_model as xm\n"
+    )
+    assert migrate(source).code.strip() == ""
+
+
+def test_uses_of_a_shim_only_name_are_kept_and_reported(migrate_keeping_dual_stack):
+    source = (
+        "try:\n"
+        "    import torch_xla.debug.metrics as met\n"
+        "except ImportError:\n"
+        "    met = None\n\n\n"
+        "def report():\n"
+        "    return met.metrics_report() if met is not None else ''\n"
+    )
+    result = migrate_keeping_dual_stack(source)
+    assert result.code == source
+    # the try only imports (the neuron side needs nothing of it); the use is reported, not rewritten
+    assert [(f.rule, f.span.line) for f in result.findings] == [("NM190", 8)]
+    assert not any(f.applied for f in result.findings)
+
+
+def test_a_fallback_name_tested_before_use_tests_the_probe_once_migrated(migrate):
     source = (
         "try:\n"
         "    import torch_xla.debug.metrics as met\n"
@@ -29,9 +57,17 @@ def test_uses_of_a_shim_only_name_are_kept_and_reported(migrate):
         "    return met.metrics_report() if met is not None else ''\n"
     )
     result = migrate(source)
-    assert result.code == source
-    assert [f.rule for f in result.findings] == ["NM190", "NM190"]
-    assert not any(f.applied for f in result.findings)
+    assert result.code == (
+        "try:\n"
+        "    import torch_neuronx.metrics\n"
+        "except ImportError:\n"
+        "    torch_neuronx = None\n\n\n"
+        "def report():\n"
+        "    # neuron-migrate(NM160): counter names differ from XLA's (e.g. CompilationCache.InMemoryHits); metrics "
+        "stay empty unless TORCH_NEURONX_METRICS_ENABLED=1\n"
+        "    return torch_neuronx.metrics.report() if torch_neuronx is not None else ''\n"
+    )
+    assert migrate(result.code).code == result.code
 
 
 def test_a_replacement_inside_an_fstring_takes_the_other_quotes(migrate):
@@ -139,17 +175,36 @@ def test_a_leftover_below_the_first_line_of_its_statement_gets_a_tag_too(migrate
     assert code.count("NM100") == 2 and migrate(code).code == code
 
 
-def test_a_legacy_use_inside_a_shim_is_reported_on_its_own_line(migrate):
+def test_a_guard_of_another_shape_is_kept_and_marked_with_dual_stack_kept(migrate_keeping_dual_stack):
     source = (
+        "if is_torch_xla_available():\n"
+        "    import torch_xla.core.xla_model as xm\n\n\n"
+        "def seed(s):\n"
+        "    if not is_torch_xla_available():\n"
+        "        return\n"
+        "    xm.set_rng_state(s)\n"
+    )
+    result = migrate_keeping_dual_stack(source)
+    assert [(f.rule, f.span.line, f.safety) for f in result.findings] == [("NM190", 6, "manual"), ("NM190", 8, "manual")]
+    assert result.code == source.replace(
+        "    if not", "    # TODO(neuron-migrate NM190): " + result.findings[0].message + "\n    if not"
+    )
+
+
+def test_an_availability_guard_gains_a_neuron_branch_with_dual_stack_kept(migrate_keeping_dual_stack):
+    source = (
+        "from transformers.utils import is_torch_xla_available\n\n"
         "if is_torch_xla_available():\n"
         "    import torch_xla.core.xla_model as xm\n\n\n"
         "def seed(s):\n"
         "    if is_torch_xla_available():\n"
         "        xm.set_rng_state(s)\n"
     )
-    result = migrate(source)
-    assert result.code == source
-    assert [(f.rule, f.span.line) for f in result.findings] == [("NM190", 1), ("NM190", 6), ("NM190", 7)]
+    code = migrate_keeping_dual_stack(source).code
+    assert "    if is_torch_xla_available():\n        xm.set_rng_state(s)\n    elif is_torch_neuron_available():\n" in code
+    assert code.endswith("    elif is_torch_neuron_available():\n        torch.manual_seed(s)\n")
+    assert "if is_torch_xla_available():\n    import torch_xla.core.xla_model as xm\n" in code
+    assert migrate_keeping_dual_stack(code).code == code
 
 
 def test_a_decorator_below_the_first_one_gets_the_tag_of_its_leftover(migrate):

@@ -360,7 +360,31 @@ def test_a_profiler_server_someone_keeps_a_handle_on_stays_with_its_todo(migrate
     assert "# TODO(neuron-migrate NM161): TorchNeuron has no profiler server" in code
 
 
-def test_a_use_of_a_try_imported_name_outside_any_guard_is_migrated(migrate):
+TRY_GUARD_AND_FLAG = (
+    "try:\n"
+    "    import torch_xla.core.xla_model as xm\n"
+    "    HAVE_XLA = True\n"
+    "except ImportError:\n"
+    "    HAVE_XLA = False\n\n"
+    "def step():\n"
+    "    xm.mark_step()\n"
+    "    if not HAVE_XLA:\n"
+    "        return xm.xla_device()\n"
+    "    if HAVE_XLA and debug:\n"
+    "        xm.mark_step()\n"
+)
+
+
+def test_code_under_a_try_guard_and_its_flag_is_migrated_and_the_guard_probes_torchneuron(migrate):
+    code = migrate(TRY_GUARD_AND_FLAG).code
+    assert code.startswith("import torch\n\ntry:\n    import torch_neuronx  # noqa: F401")
+    assert "def step():\n    if not HAVE_XLA:\n" in code
+    assert 'return torch.device("neuron")' in code
+    assert "debug" not in code and "xm" not in code  # the flag's branch held only the mark_step: it went
+
+
+def test_a_use_of_a_try_imported_name_outside_any_guard_is_migrated(migrate_keeping_dual_stack):
+    migrate = migrate_keeping_dual_stack
     source = (
         "try:\n"
         "    import torch_xla.core.xla_model as xm\n"

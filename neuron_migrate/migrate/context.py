@@ -14,6 +14,7 @@ from typing import TypeVar
 import libcst as cst
 from libcst.metadata import MetadataWrapper, QualifiedNameSource, ScopeProvider
 
+from neuron_migrate.migrate.guards import is_shim
 from neuron_migrate.migrate.positions import code_and_ranges
 from neuron_migrate.report.model import INFO, MANUAL, REVIEW, SAFE, Finding, Span
 from neuron_migrate.ruleapi import Edit, Fact, Facts, RuleMeta
@@ -43,9 +44,9 @@ def root_name(node: cst.CSTNode) -> str:
     return node.value if isinstance(node, cst.Name) else ""
 
 
-def _import_statements(body, legacy_prefixes, in_shim: str):
-    """(import node, the compatibility shim around it: "" none, "try" for ``try: import
-    torch_xla``, "if" for ``if is_torch_xla_available():``) for every import statement, at any depth."""
+def _import_statements(body, legacy_prefixes, guard_names, in_shim: str):
+    """(import node, the dual-stack guard around it: "" none, "try" for ``try: import torch_xla``, "if"
+    for ``if is_torch_xla_available():``) for every import statement, at any depth."""
     for stmt in body:
         if isinstance(stmt, (cst.Import, cst.ImportFrom)):
             yield stmt, in_shim
@@ -57,39 +58,43 @@ def _import_statements(body, legacy_prefixes, in_shim: str):
             continue
         if not isinstance(stmt, cst.BaseCompoundStatement):
             continue
-        kind = _shim_kind(stmt, legacy_prefixes)
+        kind = _shim_kind(stmt, legacy_prefixes, guard_names)
         shim = "if" if "if" in (in_shim, kind) else in_shim or kind
         for block in _blocks(stmt):
             # an indented block holds statements, a one-line suite small statements
-            yield from _import_statements(block.body, legacy_prefixes, shim)
+            yield from _import_statements(block.body, legacy_prefixes, guard_names, shim)
 
 
-def _shim_kind(stmt, legacy_prefixes) -> str:
-    from neuron_migrate.migrate.imports import is_shim
-
-    if not is_shim(stmt, legacy_prefixes):
+def _shim_kind(stmt, legacy_prefixes, guard_names) -> str:
+    if not is_shim(stmt, legacy_prefixes, guard_names):
         return ""
     return "try" if isinstance(stmt, cst.Try) else "if"
 
 
-def _shim_names(body, legacy_prefixes, flags: set[str], fallbacks: set[str]) -> None:
+def _shim_names(body, legacy_prefixes, guard_names, flags: set[str], fallbacks: set[str], nones: set[str]) -> None:
     """Collect, for every ``try: import torch_xla`` block at any depth, the names its body sets to
-    True (``HAVE_XLA = True``: a flag later code tests) and the names its handlers assign (``xm =
-    None``: a fallback, so the code tests the name itself before each use)."""
+    True (``HAVE_XLA = True``: a flag later code tests), the names its handlers assign (``xm =
+    None``: a fallback, so the code tests the name itself before each use), and of those the ones
+    set to None."""
     for stmt in body:
         if not isinstance(stmt, cst.BaseCompoundStatement):
             continue
-        if _shim_kind(stmt, legacy_prefixes) == "try":
+        if _shim_kind(stmt, legacy_prefixes, guard_names) == "try":
             flags.update(_assigned(stmt.body, lambda value: code_of(value) == "True"))
             for handler in stmt.handlers:
                 fallbacks.update(_assigned(handler.body, lambda value: True))
+                nones.update(_assigned(handler.body, lambda value: code_of(value) == "None"))
         for block in _blocks(stmt):
-            _shim_names(block.body, legacy_prefixes, flags, fallbacks)
+            _shim_names(block.body, legacy_prefixes, guard_names, flags, fallbacks, nones)
 
 
 def _assigned(block, keep):
+    """The names the simple statements of ``block`` assign a value ``keep`` accepts (compound
+    statements in the block are not looked into)."""
     for line in getattr(block, "body", ()):
-        for small in getattr(line, "body", ()):
+        if not isinstance(line, cst.SimpleStatementLine):
+            continue
+        for small in line.body:
             if isinstance(small, cst.Assign) and keep(small.value):
                 yield from (t.target.value for t in small.targets if isinstance(t.target, cst.Name))
 
@@ -192,6 +197,10 @@ class FileContext:
     legacy_prefixes: tuple[str, ...] = ()
     no_comments: bool = False
     cell: int | None = None
+    # --keep-dual-stack: code that only runs on the legacy stack stays, and gains a neuron branch
+    keep_dual_stack: bool = False
+    # the short names of the availability checks that make an ``if`` a dual-stack guard (is_torch_xla_available)
+    guard_names: frozenset[str] = frozenset()
     findings: list[Finding] = field(default_factory=list)
     imports_needed: dict[str, ImportRequest] = field(default_factory=dict)
     # start-up statement -> the comment that says why (see add_setup)
@@ -210,6 +219,13 @@ class FileContext:
     import_bound: set[str] = field(default_factory=set)
     shim_bound: set[str] = field(default_factory=set)
     shim_flags: frozenset[str] = frozenset()
+    # names a try guard's handler sets to None (``except ImportError: xm = None``): code tests them before use
+    guard_fallbacks: frozenset[str] = frozenset()
+    # the fallback names whose presence tests now test the TorchNeuron probe (``torch_neuronx is not None``)
+    probed_names: set[str] = field(default_factory=set)
+    # > 0 while the engine visits the neuron copy of a legacy branch (--keep-dual-stack): names that only a
+    # guard imports are resolved there, since that copy is the code being migrated
+    neuron_copy_depth: int = 0
     has_legacy_imports: bool = False
     # id(call) -> the one-statement line whose whole value the call is (filled by the engine)
     statement_for_call: dict[int, cst.SimpleStatementLine] = field(default_factory=dict)
@@ -236,28 +252,36 @@ class FileContext:
     # ----- name resolution -------------------------------------------------------------------
     def qualified_names(self, node: cst.CSTNode) -> set[str]:
         """Imported qualified names of ``node`` (local shadows and unknown names give nothing)."""
-        if root_name(node) not in self.import_bound:
+        name = root_name(node)
+        if name not in self.import_bound and not (self.neuron_copy_depth and name in self.shim_bound):
             return set()
         return self.qualified.imported(node)
 
     def _scan_bindings(self) -> None:
         """Sort the names bound by imports of interesting modules before any rule runs: only those
-        get resolved. A legacy name bound only inside an ``if is_torch_xla_available():`` shim is
-        never resolved: code using it runs only on the legacy stack and is kept.
+        get resolved. With --keep-dual-stack, a legacy name bound only inside an ``if
+        is_torch_xla_available():`` guard is resolved only in the neuron copy the engine makes of a
+        legacy branch: elsewhere, code using it runs only on the legacy stack and is kept. By default
+        every dual-stack branch is migrated, so every name is resolved.
 
         Only statements are walked, never expressions, so this costs little next to the parse."""
         flags: set[str] = set()
         fallbacks: set[str] = set()
-        _shim_names(self.module.body, self.legacy_prefixes, flags, fallbacks)
+        nones: set[str] = set()
+        _shim_names(self.module.body, self.legacy_prefixes, self.guard_names, flags, fallbacks, nones)
+        if not self.keep_dual_stack:
+            flags, fallbacks = set(), set()
         self.shim_flags = frozenset(flags)
-        for node, in_shim in _import_statements(self.module.body, self.legacy_prefixes, ""):
+        self.guard_fallbacks = frozenset(nones)
+        for node, in_shim in _import_statements(self.module.body, self.legacy_prefixes, self.guard_names, ""):
+            in_shim = in_shim if self.keep_dual_stack else ""
             for module, bound in _bindings(node):
                 if module.split(".")[0] not in self.roots:
                     continue
                 is_legacy = any(module == p or module.startswith(p + ".") for p in self.legacy_prefixes)
                 if bound == "*":
                     continue
-                # A name a ``try:`` shim imports is resolved, unless the handler gives it a
+                # A name a ``try:`` guard imports is resolved, unless the handler gives it a
                 # fallback: its uses outside the try and outside ``if HAVE_XLA:`` (see shim_flags)
                 # cannot run without torch_xla; the engine keeps the guarded ones.
                 if is_legacy and (in_shim == "if" or (in_shim == "try" and bound in fallbacks)):
@@ -267,8 +291,10 @@ class FileContext:
                     self.has_legacy_imports = self.has_legacy_imports or is_legacy
 
     def is_shim_name(self, node: cst.CSTNode) -> bool:
+        """Is ``node`` named through an import that only a dual-stack guard makes (--keep-dual-stack),
+        outside the neuron copy of a legacy branch?"""
         name = root_name(node)
-        return name in self.shim_bound and name not in self.import_bound
+        return name in self.shim_bound and name not in self.import_bound and not self.neuron_copy_depth
 
     def any_qualified_name(self, node: cst.CSTNode, names: set[str] | frozenset[str]) -> str | None:
         for name in self.qualified_names(node):
@@ -380,6 +406,8 @@ class FileContext:
         """The innermost enclosing compound statement whose block itself imports ``root`` or a
         legacy package: the place this code imports its heavy dependencies."""
         for statement in reversed(self.statement_stack):
+            if is_shim(statement, self.legacy_prefixes, self.guard_names):
+                continue  # a guard imports what may be missing, not what is costly to import
             block = getattr(statement, "body", None)
             if isinstance(block, cst.IndentedBlock) and any(self._imports(s, root) for s in block.body):
                 return statement
@@ -422,6 +450,11 @@ class FileContext:
         self._record(meta, node, message, MANUAL, applied=False, fix=fix)
         self._mark(marker_comment(meta.id, MANUAL, message))
         self._tag_line(node, meta.id)
+
+    def record_manual(self, node: cst.CSTNode, message: str, fix: str = "") -> None:
+        """A site left for a human whose marker the engine places itself (after the pass): the finding only."""
+        meta = self._require_rule()
+        self._record(meta, node, message, MANUAL, applied=False, fix=fix)
 
     @property
     def answered_elsewhere(self) -> bool:

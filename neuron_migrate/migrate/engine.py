@@ -14,11 +14,14 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
+from neuron_migrate.migrate import dual_stack
 from neuron_migrate.migrate import imports as import_edits
+from neuron_migrate.migrate.guards import is_shim, only_tests
 from neuron_migrate.migrate.context import FileContext, code_of, is_import_line, root_name, site_todo_rule
 from neuron_migrate.migrate.sources import InternalError
-from neuron_migrate.report.model import Finding, Span
+from neuron_migrate.report.model import MANUAL, Finding, Span
 from neuron_migrate.ruleapi import Edit, Rule, RuleIndex, StatementReplacement, rule_with_role, rules_for, select_rules
+from neuron_migrate.ruleapi.reporter import marker_comment
 
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 # small statements whose value may be a call that a rule replaces as a whole statement
@@ -103,9 +106,12 @@ class RulePlan:
     # qualified names that a rule left out of this run (--ignore, --select) would handle: their uses get no
     # NM100 "no equivalent known" marker, since one is known and was turned off
     deselected_names: frozenset[str] = frozenset()
+    # Dual-stack code (``try: import torch_xla``, ``if is_torch_xla_available():``) keeps its XLA branch and
+    # gains a neuron one; by default the XLA branch is migrated to the neuron device in place.
+    keep_dual_stack: bool = False
 
     @classmethod
-    def build(cls, select=(), ignore=()) -> RulePlan:
+    def build(cls, select=(), ignore=(), *, keep_dual_stack: bool = False) -> RulePlan:
         chosen = select_rules(select, ignore)
         by_id = {rule.meta.id: rule for rule in chosen}
         left_out = [rule for rule in rules_for("python") if rule.meta.id not in by_id]
@@ -119,7 +125,27 @@ class RulePlan:
             unused_import=rule_with_role("unused-import", chosen),
             droppable_todos=frozenset(rule.meta.id for rule in rules_for("python", chosen) if not rule.follow_up_todos),
             deselected_names=frozenset(name for rule in left_out for name in (*rule.calls, *rule.references)),
+            keep_dual_stack=keep_dual_stack,
         )
+
+    @property
+    def guards_kept(self) -> bool:
+        """Are dual-stack guards (``try: import torch_xla``, ``if is_torch_xla_available():``) kept as they
+        are? With --keep-dual-stack, or when the rule that migrates them is not selected."""
+        return self.keep_dual_stack or self.shim is None
+
+    @property
+    def retired_names(self) -> tuple[str, ...]:
+        """What an import that nothing reads any more is removed for: the legacy modules, and the legacy
+        stack's availability checks once migrated (``from transformers.utils import is_torch_xla_available``)."""
+        if self.guards_kept:
+            return self.legacy_prefixes
+        return (*self.legacy_prefixes, *self.shim.calls)
+
+    @property
+    def guard_names(self) -> tuple[str, ...]:
+        """The availability checks whose ``if`` is a dual-stack guard, by their short names."""
+        return self.shim.guard_names if self.shim is not None else ()
 
     def triggers(self) -> tuple[bytes, ...]:
         # A file whose legacy code was all edited away by hand may still hold TODO markers to drop.
@@ -146,6 +172,10 @@ class MigrationTransformer(cst.CSTTransformer):
         self.legacy_prefixes = plan.legacy_prefixes
         self.leftover_rule = plan.leftover
         self.shim_rule = plan.shim
+        self.guards_kept = plan.guards_kept
+        self.guard_names = plan.guard_names
+        # the ``try:`` guards of legacy imports, in document order: the import pass says what became of each
+        self.guard_trys: list[cst.Try] = []
         self.roots = plan.roots
         self.droppable_todos = plan.droppable_todos
         self.deselected_names = plan.deselected_names
@@ -159,6 +189,12 @@ class MigrationTransformer(cst.CSTTransformer):
         # since can hold a use in it (what was left earlier lies before it in the file)
         self.handled_before: dict[int, int] = {}
         self.shims: list[cst.CSTNode] = []
+        # --keep-dual-stack: legacy branches of guards already paired with a neuron one (nothing to say there)
+        self.quiet_shims: set[int] = set()
+        # --keep-dual-stack: guards whose branch is being migrated into its neuron copy, with what to undo
+        # (findings, import requests) if the copy turns out empty
+        self.pairing: list[tuple[cst.CSTNode, int, int]] = []
+        self.pairs_guards = plan.keep_dual_stack and plan.shim is not None
         # id(original line) -> statements that replace it (empty = delete)
         self.pending_statements: dict[int, list[cst.BaseStatement]] = {}
         # id(updated line) -> its comment lines, for lines deleted at the block level
@@ -206,10 +242,8 @@ class MigrationTransformer(cst.CSTTransformer):
             self._note_legacy(node)
         elif kind & _NAME:
             self._note_legacy(node)
-        if kind & _GUARD and self._is_shim(node):
-            if not self.shims:
-                self._report_shim(node)
-            self.shims.append(node)
+        if kind & _GUARD:
+            self._enter_guard(node)
         hook = _VISIT_HOOK[type(node)]
         for rule in self.index.hooks.get(hook, ()):
             getattr(self.instances[rule], hook)(node)
@@ -236,6 +270,8 @@ class MigrationTransformer(cst.CSTTransformer):
             self.fstring_quotes.pop()
         if self.shims and self.shims[-1] is original:
             self.shims.pop()
+        if self.pairing and self.pairing[-1][0] is original:
+            result = self._pair(original, result)
         if kind & _STATEMENT:
             result = self._finish_statement(original, result)
             self.ctx.statement_stack.pop()
@@ -392,6 +428,9 @@ class MigrationTransformer(cst.CSTTransformer):
         self._report_leftovers(original)
         if not self.ctx.no_comments and isinstance(result, _STATEMENTS):
             result = self._without_stale_markers(original, result, self.ctx.markers.get(id(original), ()))
+        if _emptied_branch(original, result):
+            # ``if HAS_XLA: xm.mark_step()`` with the call gone: the test alone does nothing
+            self.deleted_lines[id(result)] = list(result.leading_lines)
         replacement = self.pending_statements.pop(id(original), None)
         if replacement is not None:
             result = self._replace_line(result, replacement)
@@ -615,15 +654,89 @@ class MigrationTransformer(cst.CSTTransformer):
                 return True
         return False
 
+    def _enter_guard(self, node: cst.CSTNode) -> None:
+        """A dual-stack guard is migrated like any code, the import pass then giving a ``try:`` guard the
+        TorchNeuron probe in place of its legacy imports. With --keep-dual-stack the guard's branch is
+        migrated into a neuron copy put beside it (see dual_stack.py), or, where that cannot be done, kept
+        and reported."""
+        if not self.guards_kept:
+            if isinstance(node, cst.Try) and is_shim(node, self.legacy_prefixes):
+                self.guard_trys.append(node)
+            return
+        if self.shims or self.pairing or not self._is_shim(node):
+            return  # inside a branch kept as it is, or inside a neuron copy: plain code there
+        state = self._guard_state(node) if self.pairs_guards else dual_stack.KEPT
+        if state == dual_stack.PAIRED:
+            self.shims.append(node.body)
+            self.quiet_shims.add(id(node.body))
+        elif state == dual_stack.PAIRABLE:
+            self.pairing.append((node, len(self.ctx.findings), len(self.ctx.imports_needed)))
+            self.ctx.neuron_copy_depth += 1
+        elif dual_stack.only_imports(node.body):
+            # ``if is_torch_xla_available(): import torch_xla``: the neuron side needs nothing of it
+            self.shims.append(node)
+            self.quiet_shims.add(id(node))
+        else:
+            self._report_shim(node)
+            self.shims.append(node)
+
+    def _guard_state(self, node: cst.CSTNode) -> str | None:
+        rule = self.shim_rule
+        if isinstance(node, cst.Try):
+            if dual_stack.holds_probe(node, rule.PROBE):
+                return None
+            return dual_stack.try_state(node, rule.PROBE)
+        return dual_stack.if_state(node, rule.NEURON_CHECKS, self._plainly_legacy)
+
+    def _plainly_legacy(self, test: cst.BaseExpression) -> bool:
+        """``check()``, ``FLAG``, or either joined to more by ``and``: a test whose neuron twin is known."""
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            return self._plainly_legacy(test.left) or self._plainly_legacy(test.right)
+        if isinstance(test, cst.Name):
+            return test.value in self.ctx.shim_flags
+        if isinstance(test, cst.Call) and not test.args:
+            return bool(self.ctx.qualified.imported(test.func) & self.shim_rule.calls.keys())
+        return False
+
+    def _pair(self, original, result):
+        """The guard with its legacy branch as it was and the migrated copy beside it (--keep-dual-stack)."""
+        node, findings, imports = self.pairing.pop()
+        self.ctx.neuron_copy_depth -= 1
+        rule = self.shim_rule
+        if isinstance(original, cst.Try):
+            paired = dual_stack.paired_try(original, result, rule.PROBE, self.ctx.shim_flags, self.legacy_prefixes)
+        else:
+            paired = dual_stack.paired_if(original, result, self._neuron_test(original, result), self.legacy_prefixes)
+        if paired is None:
+            # The neuron side needs nothing of this branch (it only synchronised, say): the guard stays as it was.
+            del self.ctx.findings[findings:]
+            for key in list(self.ctx.imports_needed)[imports:]:
+                del self.ctx.imports_needed[key]
+            return original
+        self.ctx.record_edit(rule.meta, original, Edit(None, review=rule.PAIRED_REVIEW, message=rule.PAIRED_MESSAGE))
+        return paired
+
+    def _neuron_test(self, original: cst.If, result: cst.If) -> cst.BaseExpression:
+        """The migrated test (its availability check renamed), or for a flag, TorchNeuron's own check."""
+        if not (self.ctx.shim_flags and _tests_flag(original.test, self.ctx.shim_flags)):
+            return result.test
+        torch = self.ctx.require_import("torch")
+        check = cst.parse_expression(self.shim_rule.NEURON_AVAILABLE.format(torch=torch))
+        if isinstance(result.test, cst.Name):
+            return check
+        # joined to more of the test: the check keeps its own parentheses
+        check = check.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        return result.test.visit(_FlagReplaced(self.ctx.shim_flags, check))
+
     def _is_shim(self, node: cst.CSTNode) -> bool:
-        if import_edits.is_shim(node, self.legacy_prefixes):
+        if is_shim(node, self.legacy_prefixes, self.guard_names):
             return True
         # ``if HAVE_XLA:`` (or ``if HAVE_XLA and ...:``) with the flag set by a ``try: import torch_xla``
         return isinstance(node, cst.If) and bool(self.ctx.shim_flags) and _tests_flag(node.test, self.ctx.shim_flags)
 
     def _report_shim_use(self, node: cst.CSTNode) -> None:
         statement = self.ctx.statement_stack[-1]
-        if self.shim_rule is None or id(statement) in self.shim_uses:
+        if self.shim_rule is None or id(statement) in self.shim_uses or (self.shims and id(self.shims[-1]) in self.quiet_shims):
             return
         self.shim_uses.add(id(statement))
         self.ctx.begin(self.shim_rule.meta)
@@ -637,7 +750,10 @@ class MigrationTransformer(cst.CSTTransformer):
             return
         self.ctx.begin(self.shim_rule.meta)
         try:
-            self.ctx.report(node, self.shim_rule.MESSAGE)
+            if self.pairs_guards:
+                self.ctx.manual(node, self.shim_rule.UNPAIRED_MESSAGE)
+            else:
+                self.ctx.report(node, self.shim_rule.MESSAGE)
         finally:
             self.ctx.end()
 
@@ -652,6 +768,16 @@ def _answered_for(node: cst.CSTNode) -> cst.CSTNode:
     arguments were visited, and migrated or reported, on their own, and a legacy name left inside
     one that the rule carried over (``print(met.metrics_report())``) still needs its NM100 marker."""
     return node.func if isinstance(node, cst.Call) else node
+
+
+def _emptied_branch(original, result) -> bool:
+    """An ``if`` (no ``else``) whose statements the rules all deleted, leaving no comment, and whose test
+    only tests: it can go."""
+    if not isinstance(result, cst.If) or result.orelse is not None or not isinstance(result.body, cst.IndentedBlock):
+        return False
+    if result.body.body or not original.body.body or any(line.comment for line in result.body.footer):
+        return False
+    return result.body.header.comment is None and only_tests(result.test)
 
 
 def _assigned_by(statement: cst.CSTNode, node: cst.CSTNode) -> bool:
@@ -672,6 +798,24 @@ def _tagged(line_end: cst.TrailingWhitespace, tag: str | None) -> cst.TrailingWh
     if "neuron-migrate" in line_end.comment.value:
         return line_end
     return line_end.with_changes(comment=cst.Comment(f"{line_end.comment.value}  {tag}"))
+
+
+class _FlagReplaced(cst.CSTTransformer):
+    """A test with each bare flag name replaced by ``check``."""
+
+    def __init__(self, flags, check: cst.BaseExpression) -> None:
+        super().__init__()
+        self.flags = flags
+        self.check = check
+
+    def visit_Attribute(self, node) -> bool:
+        return False
+
+    def visit_Call(self, node) -> bool:
+        return False
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name):
+        return self.check if updated.value in self.flags else updated
 
 
 class _LineEndTags(cst.CSTTransformer):
@@ -771,17 +915,28 @@ def migrate_python(
         legacy_prefixes=plan.legacy_prefixes,
         no_comments=no_comments,
         cell=cell,
+        keep_dual_stack=plan.guards_kept,
+        guard_names=frozenset(plan.guard_names),
     )
     transformer = MigrationTransformer(ctx, plan)
     new_module = wrapper.module.visit(transformer)
     changed = any(f.applied and not f.suppressed for f in ctx.findings)
     if changed or ctx.has_legacy_imports:
-        new_module, removed = import_edits.remove_unused_legacy_imports(new_module, plan.legacy_prefixes)
+        probe, marker = _guard_texts(plan, no_comments)
+        probed: frozenset[str] = frozenset()
+        if probe and ctx.probed_names:
+            new_module, probed = import_edits.probe_presence_tests(new_module, ctx.probed_names, plan.shim.PROBE_NAME)
+        new_module, removed, guards = import_edits.remove_unused_legacy_imports(
+            new_module, plan.retired_names, plan.guard_names, probe, marker, probed
+        )
         _report_removed_imports(ctx, plan, transformer.import_statements, removed)
+        _report_guards(ctx, plan, transformer.guard_trys, guards)
         changed = changed or bool(removed)
     # What only lazily imported code needs went into that code's block (see FileContext.is_lazy).
     imports = [request for key, request in ctx.imports_needed.items() if not ctx.is_lazy(key)]
     setup = {code: why for code, why in ctx.setup.items() if not ctx.is_lazy(code)}
+    if imports and changed and not plan.guards_kept:
+        new_module, imports = import_edits.guard_probe_imports(new_module, imports, plan.shim.PROBE)
     if imports and changed:
         new_module = import_edits.add_imports(new_module, imports)
     if setup and changed:
@@ -790,6 +945,35 @@ def migrate_python(
     if code != source:
         _check_parses(code, path, ctx.findings)
     return PythonResult(source=source, code=code, findings=ctx.findings, reproduced=ctx.text)
+
+
+def _guard_texts(plan: RulePlan, no_comments: bool) -> tuple[str, str]:
+    """The TorchNeuron probe a ``try:`` guard gets in place of its legacy imports, and the marker above
+    a guard whose legacy import is still read; empty when guards are kept as they are."""
+    if plan.guards_kept:
+        return "", ""
+    rule = plan.shim
+    return rule.PROBE, "" if no_comments else marker_comment(rule.meta.id, MANUAL, rule.LEGACY_IMPORT_KEPT)
+
+
+def _report_guards(ctx: FileContext, plan: RulePlan, trys: list[cst.Try], outcomes) -> None:
+    rule = plan.shim
+    for outcome in outcomes:
+        if plan.guards_kept or outcome.ordinal >= len(trys):
+            continue
+        node = trys[outcome.ordinal]
+        for name in outcome.probed:
+            ctx.record_edit(rule.meta, node, Edit(None, safe=True, message=rule.PRESENCE_MESSAGE.format(name=name)))
+        if outcome.kind == "probe":
+            ctx.record_edit(rule.meta, node, Edit(None, safe=True, message=rule.PROBE_MESSAGE), after=rule.PROBE)
+        elif outcome.kind == "gone":
+            ctx.record_edit(rule.meta, node, Edit(None, safe=True, message=rule.GONE_MESSAGE))
+        else:
+            ctx.begin(rule.meta)
+            try:
+                ctx.record_manual(node, rule.LEGACY_IMPORT_KEPT)
+            finally:
+                ctx.end()
 
 
 def _report_removed_imports(ctx: FileContext, plan: RulePlan, statements, removed: list[str]) -> None:

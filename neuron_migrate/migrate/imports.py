@@ -6,30 +6,14 @@ Only imports of legacy modules are ever removed: the tool does not tidy the user
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from neuron_migrate.migrate.context import code_of
+from neuron_migrate.migrate.guards import is_shim, only_tests
 from neuron_migrate.migrate.walk import walk
-
-
-def is_legacy_import_block(block, legacy_prefixes: tuple[str, ...]) -> bool:
-    for stmt in getattr(block, "body", ()):
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        for small in stmt.body:
-            if isinstance(small, cst.Import):
-                names = [code_of(a.name) for a in small.names]
-            elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
-                module = code_of(small.module)
-                names = [module]
-                if not isinstance(small.names, cst.ImportStar):
-                    names += [f"{module}.{code_of(a.name)}" for a in small.names]
-            else:
-                continue
-            if any(_is_legacy(n, legacy_prefixes) for n in names):
-                return True
-    return False
 
 
 def _is_legacy(dotted: str, legacy_prefixes: tuple[str, ...]) -> bool:
@@ -183,23 +167,160 @@ _IMPORT_HOLDERS = (
 )
 
 
+@dataclass
+class _TryGuard:
+    """A ``try:`` whose body imports a legacy module, while the remover is inside it."""
+
+    ordinal: int  # which try guard of the file, in document order
+    imports: set[int]  # id of every import statement (small statement) of its body, at any depth
+    lines: set[int]  # id of every statement directly in its body
+    removed: bool = False  # a legacy import of the body was removed
+    kept: bool = False  # a legacy import of the body is still read
+    removed_names: set[str] = field(default_factory=set)  # the names those removed imports bound
+    probe: cst.SimpleStatementLine | None = None  # put where the first removed import line was
+
+
+@dataclass(frozen=True)
+class GuardOutcome:
+    """What became of a ``try:`` guard's legacy imports: ``probe``, they went and the TorchNeuron probe
+    took their place (the except branch still runs where TorchNeuron is not installed); ``legacy``, one
+    is still read (code without an automatic migration), so on TorchNeuron the except branch runs;
+    ``gone``, the try did nothing but import them, so it went with them.
+    ``probed``: the fallback names of its handlers (``met = None``) whose tests now test the probe."""
+
+    ordinal: int
+    kind: str
+    probed: tuple[str, ...] = ()
+
+
 class _LegacyImportRemover(cst.CSTTransformer):
-    def __init__(self, used: _NameUses, legacy_prefixes: tuple[str, ...], is_shim) -> None:
+    def __init__(
+        self,
+        used: _NameUses,
+        legacy_prefixes: tuple[str, ...],
+        is_shim,
+        probe: str = "",
+        legacy_marker: str = "",
+        probed: frozenset[str] = frozenset(),
+    ) -> None:
         super().__init__()
         self.used = used
         self.legacy_prefixes = legacy_prefixes
         self.is_shim = is_shim
+        # the import that tells whether TorchNeuron is installed; empty: dual-stack guards are kept as they are
+        self.probe = probe
+        # the marker above a guard that still imports a legacy module (empty: no markers)
+        self.legacy_marker = legacy_marker
+        # fallback names (``met = None``) whose presence tests now test the name the probe binds
+        self.probed = probed
+        self.probe_name = probe.split()[1].split(".")[0] if probe else ""
         self.removed: list[str] = []
+        self.guards: list[_TryGuard] = []
+        self.outcomes: list[GuardOutcome] = []
+        self.ordinal = 0
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         # An import's own parts are read in leave_Import/leave_ImportFrom, which still run.
         return isinstance(node, _IMPORT_HOLDERS) and super().on_visit(node)
 
     def visit_Try(self, node: cst.Try) -> bool:
-        return not self.is_shim(node)
+        if not self.is_shim(node):
+            return True
+        if not self.probe:
+            return False
+        self.guards.append(_TryGuard(self.ordinal, _import_ids(node.body), {id(s) for s in node.body.body}))
+        self.ordinal += 1
+        return True
+
+    def leave_Try(self, original: cst.Try, updated: cst.Try):
+        if not self.guards or not self.is_shim(original):
+            return updated
+        guard = self.guards.pop()
+        body = list(updated.body.body)
+        handlers, probed = self._probed_handlers(updated.handlers)
+        handlers = [self._without_dead_fallbacks(h, guard) for h in handlers]
+        probed_names = tuple(sorted(probed))
+        has_probe = _imports_probe(body, self.probe, guard.probe)
+        if (guard.kept and not probed) or (guard.removed and has_probe):
+            # a legacy import still fails where torch_xla is missing, or the try has the probe already
+            body = [s for s in body if s is not guard.probe]
+        elif (guard.removed or probed) and guard.probe is None and not has_probe:
+            body.insert(0, cst.parse_statement(self.probe + "\n"))
+        if guard.removed and not guard.kept and _probe_alone(body, handlers, updated):
+            # ``try: import torch_xla.distributed.xla_backend except ImportError: pass`` did nothing else
+            self.outcomes.append(GuardOutcome(guard.ordinal, "gone"))
+            return cst.RemoveFromParent()
+        if guard.kept or guard.removed:
+            self.outcomes.append(GuardOutcome(guard.ordinal, "legacy" if guard.kept else "probe", probed_names))
+        block = updated.body.with_changes(body=body)
+        return self._marked(updated.with_changes(body=block, handlers=handlers), guard.kept)
+
+    def _without_dead_fallbacks(self, handler, guard: _TryGuard):
+        """``except ImportError: xm = None`` once the import of ``xm`` went and nothing reads ``xm``."""
+        lines = getattr(handler.body, "body", None)
+        if not lines or not guard.removed_names:
+            return handler
+        kept = [
+            line for line in lines if not (_none_assigned(line) in guard.removed_names and _none_assigned(line) not in self.used)
+        ]
+        if len(kept) == len(lines):
+            return handler
+        return handler.with_changes(body=handler.body.with_changes(body=kept))
+
+    def _probed_handlers(self, handlers) -> tuple[list, set[str]]:
+        """The handlers with ``<probe name> = None`` where they set a name to None whose presence tests now
+        test the probe (``met = None`` becomes it once ``met`` is read no more), and those names."""
+        probed: set[str] = set()
+        if not self.probed:
+            return list(handlers), probed
+        out = []
+        for handler in handlers:
+            lines, seen = [], False
+            for line in getattr(handler.body, "body", ()):
+                name = _none_assigned(line)
+                if name is None or name not in self.probed:
+                    lines.append(line)
+                    continue
+                probed.add(name)
+                if name in self.used:
+                    lines.append(line)
+                if not seen:
+                    lines.append(cst.parse_statement(f"{self.probe_name} = None\n"))
+                    seen = True
+            out.append(handler.with_changes(body=handler.body.with_changes(body=lines)) if seen else handler)
+        return out, probed
+
+    def _marked(self, node: cst.Try, marked: bool) -> cst.Try:
+        """``node`` with the legacy-import marker above it when ``marked``, without it otherwise."""
+        if not self.legacy_marker:
+            return node
+        lines = [line for line in node.leading_lines if _comment(line) != self.legacy_marker]
+        if marked:
+            lines.append(cst.EmptyLine(comment=cst.Comment(self.legacy_marker)))
+        if len(lines) == len(node.leading_lines) and not marked:
+            return node
+        return node.with_changes(leading_lines=lines)
 
     def visit_If(self, node: cst.If) -> bool:
-        return not self.is_shim(node)
+        return bool(self.probe) or not self.is_shim(node)
+
+    def leave_If(self, original: cst.If, updated: cst.If):
+        # An ``if`` that held only imports that went (``if is_torch_xla_available(): import torch_xla``)
+        # goes too, when its test does nothing but test.
+        emptied = isinstance(updated.body, cst.IndentedBlock) and not updated.body.body and original.body.body
+        if emptied and updated.orelse is None and only_tests(updated.test):
+            return cst.RemoveFromParent()
+        return updated
+
+    def leave_SimpleStatementLine(self, original, updated):
+        guard = self.guards[-1] if self.guards else None
+        if updated.body or not original.body or guard is None or id(original) not in guard.lines:
+            return updated
+        if guard.probe is not None:
+            return updated
+        # The first import line the guard lost: the probe takes its place and its comments.
+        guard.probe = cst.parse_statement(self.probe + "\n").with_changes(leading_lines=original.leading_lines)
+        return guard.probe
 
     def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock):
         # A block whose first lines were removed imports does not start with a blank line.
@@ -214,12 +335,16 @@ class _LegacyImportRemover(cst.CSTTransformer):
         for alias in updated.names:
             dotted = code_of(alias.name)
             bound = alias.asname.name.value if alias.asname else dotted.split(".")[0]
+            if not _is_legacy(dotted, self.legacy_prefixes):
+                keep.append(alias)
             # A side-effect import such as "import torch_xla.distributed.xla_backend" goes too: it
             # only registered things on the legacy stack.
-            if _is_legacy(dotted, self.legacy_prefixes) and bound not in self.used:
+            elif bound not in self.used:
                 self.removed.append(f"import {code_of(alias.name)}{as_clause(alias)}")
-                continue
-            keep.append(alias)
+                self._note(original, removed=bound)
+            else:
+                keep.append(alias)
+                self._note(original, removed="")
         return _rebuild(updated, keep)
 
     def leave_ImportFrom(self, original, updated: cst.ImportFrom):
@@ -232,11 +357,82 @@ class _LegacyImportRemover(cst.CSTTransformer):
             legacy = _is_legacy(module, self.legacy_prefixes) or _is_legacy(
                 f"{module}.{code_of(alias.name)}", self.legacy_prefixes
             )
-            if not legacy or (alias.asname.name.value if alias.asname else code_of(alias.name)) in self.used:
+            if not legacy:
                 keep.append(alias)
+            elif (alias.asname.name.value if alias.asname else code_of(alias.name)) in self.used:
+                keep.append(alias)
+                self._note(original, removed="")
             else:
                 self.removed.append(f"from {code_of(updated.module)} import {code_of(alias.name)}{as_clause(alias)}")
+                self._note(original, removed=alias.asname.name.value if alias.asname else code_of(alias.name))
         return _rebuild(updated, keep)
+
+    def _note(self, statement, *, removed: str) -> None:
+        """A legacy import of the innermost try guard around ``statement`` went (``removed`` names what it
+        bound), or is still read (``removed`` empty)."""
+        for guard in reversed(self.guards):
+            if id(statement) in guard.imports:
+                if removed:
+                    guard.removed = True
+                    guard.removed_names.add(removed)
+                else:
+                    guard.kept = True
+                return
+
+
+def _none_assigned(line) -> str | None:
+    """``name = None`` on a line of its own: the name."""
+    if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+        return None
+    small = line.body[0]
+    if not isinstance(small, cst.Assign) or len(small.targets) != 1 or code_of(small.value) != "None":
+        return None
+    target = small.targets[0].target
+    return target.value if isinstance(target, cst.Name) else None
+
+
+def _probe_alone(body, handlers, node: cst.Try) -> bool:
+    """Is the try nothing but the probe, with handlers that only ``pass``?"""
+    if len(body) != 1 or not _is_import_line(body[0]) or node.orelse is not None or node.finalbody is not None:
+        return False
+    return all(_only_pass(handler.body) for handler in handlers)
+
+
+def _only_pass(block) -> bool:
+    lines = getattr(block, "body", ())
+    return all(
+        isinstance(line, cst.SimpleStatementLine) and all(isinstance(small, cst.Pass) for small in line.body)
+        for line in lines
+    ) or isinstance(block, cst.SimpleStatementSuite) and all(isinstance(small, cst.Pass) for small in block.body)
+
+
+def _comment(line: cst.EmptyLine) -> str:
+    return line.comment.value.strip() if line.comment is not None else ""
+
+
+def _import_ids(block) -> set[int]:
+    found = _ImportStatements()
+    walk(block, found)
+    return found.ids
+
+
+class _ImportStatements(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.ids: set[int] = set()
+
+    def visit_Import(self, node) -> bool:
+        self.ids.add(id(node))
+        return False
+
+    def visit_ImportFrom(self, node) -> bool:
+        self.ids.add(id(node))
+        return False
+
+
+def _imports_probe(body, probe: str, placed) -> bool:
+    """Does ``body`` import what ``probe`` imports, on a line other than ``placed``?"""
+    wanted = probe.split("#")[0].strip()
+    return any(s is not placed and _is_import_line(s) and code_of(s).split("#")[0].strip() == wanted for s in body)
 
 
 def as_clause(alias: cst.ImportAlias) -> str:
@@ -252,16 +448,147 @@ def _rebuild(node, keep):
     return node.with_changes(names=keep)
 
 
-def remove_unused_legacy_imports(module: cst.Module, legacy_prefixes: tuple[str, ...]) -> tuple[cst.Module, list[str]]:
-    """Drop legacy imports nothing reads any more; returns the module and the removed imports as code."""
+def probe_presence_tests(module: cst.Module, names, probe_name: str) -> tuple[cst.Module, frozenset[str]]:
+    """``if met is not None:`` of a name a try guard's handler sets to None: once nothing but such tests
+    reads the name (its other uses were migrated), the tests ask for ``probe_name`` instead, which the
+    guard's probe binds and its handler sets to None (see _LegacyImportRemover). Returns the module and
+    the names whose tests changed."""
+    if not names:
+        return module, frozenset()
+    reads = _PresenceReads(set(names))
+    walk(module, reads)
+    only = frozenset(n for n in names if reads.total.get(n) and reads.total[n] == reads.presence.get(n))
+    if not only:
+        return module, only
+    return module.visit(_ProbeTests(only, probe_name)), only
+
+
+def _presence_operands(test: cst.BaseExpression):
+    """The operands of a test that a bare name would be a presence test as: ``a``, ``a and b``, ``not a``,
+    ``a is None``, ``a is not None``."""
+    if isinstance(test, cst.BooleanOperation):
+        yield from _presence_operands(test.left)
+        yield from _presence_operands(test.right)
+    elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        yield from _presence_operands(test.expression)
+    elif isinstance(test, cst.Comparison) and _is_none_test(test):
+        yield test.left
+    else:
+        yield test
+
+
+def _is_none_test(node: cst.Comparison) -> bool:
+    if len(node.comparisons) != 1:
+        return False
+    target = node.comparisons[0]
+    return isinstance(target.operator, (cst.Is, cst.IsNot)) and code_of(target.comparator) == "None"
+
+
+class _PresenceReads(cst.CSTVisitor):
+    """How often each of ``names`` is read, and how often as a presence test."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+        self.total: dict[str, int] = {}
+        self.presence: dict[str, int] = {}
+
+    def visit_Import(self, node) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node) -> bool:
+        return False
+
+    def visit_AssignTarget(self, node) -> bool:
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        walk(node.value, self)
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value in self.names:
+            self.total[node.value] = self.total.get(node.value, 0) + 1
+
+    def visit_If(self, node: cst.If) -> None:
+        self._tested(node.test)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._tested(node.test)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._tested(node.test)
+
+    def _tested(self, test) -> None:
+        for operand in _presence_operands(test):
+            if isinstance(operand, cst.Name) and operand.value in self.names:
+                self.presence[operand.value] = self.presence.get(operand.value, 0) + 1
+
+
+class _ProbeTests(cst.CSTTransformer):
+    """Presence tests of ``names`` in branch tests, asking for ``to`` instead."""
+
+    def __init__(self, names: frozenset[str], to: str) -> None:
+        super().__init__()
+        self.names = names
+        self.to = to
+        self.targets: set[int] = set()
+
+    def _mark(self, test) -> None:
+        self.targets.update(id(o) for o in _presence_operands(test) if isinstance(o, cst.Name) and o.value in self.names)
+
+    def visit_If(self, node: cst.If) -> None:
+        self._mark(node.test)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._mark(node.test)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._mark(node.test)
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
+        return updated.with_changes(value=self.to) if id(original) in self.targets else updated
+
+
+def remove_unused_legacy_imports(
+    module: cst.Module,
+    legacy_prefixes: tuple[str, ...],
+    guard_names=(),
+    probe: str = "",
+    legacy_marker: str = "",
+    probed: frozenset[str] = frozenset(),
+) -> tuple[cst.Module, list[str], list[GuardOutcome]]:
+    """Drop legacy imports nothing reads any more; returns the module, the removed imports as code, and
+    what became of each ``try:`` guard of legacy imports. With ``probe`` (the import that tells whether
+    TorchNeuron is installed), a guard whose legacy imports all went gets the probe in their place, so
+    its except branch still runs where TorchNeuron is missing, and a guard with a legacy import still
+    read gets ``legacy_marker`` above it; without ``probe`` guards are left as they are."""
     if not legacy_prefixes:
-        return module, []
-    remover = _LegacyImportRemover(_NameUses(module), legacy_prefixes, lambda n: is_shim(n, legacy_prefixes))
+        return module, [], []
+    is_guard = lambda n: is_shim(n, legacy_prefixes, guard_names)  # noqa: E731
+    remover = _LegacyImportRemover(_NameUses(module), legacy_prefixes, is_guard, probe, legacy_marker, probed)
     cleaned = module.visit(remover)
     if cleaned.body and module.body and cleaned.body[0] is not module.body[0]:
         # The file's first lines were removed imports: do not leave it starting with blank lines.
         cleaned = cleaned.with_changes(body=[_without_leading_blanks(cleaned.body[0]), *cleaned.body[1:]])
-    return cleaned, remover.removed
+    if legacy_marker:
+        cleaned = _marker_once_in_header(cleaned, legacy_marker)
+    return cleaned, remover.removed, sorted(remover.outcomes, key=lambda o: o.ordinal)
+
+
+def _marker_once_in_header(module: cst.Module, marker: str) -> cst.Module:
+    """Comments above a file's first statement parse as the module header: a guard that opens the file
+    has its marker there on a rerun. Keep one copy, and none once the guard no longer needs it."""
+    header = [line for line in module.header if _comment(line) == marker]
+    if not header or not module.body:
+        return module
+    first = module.body[0]
+    marked = any(_comment(line) == marker for line in getattr(first, "leading_lines", ()))
+    if marked:
+        lines = [line for line in first.leading_lines if _comment(line) != marker]
+        module = module.with_changes(body=[first.with_changes(leading_lines=lines), *module.body[1:]])
+        return module
+    # the guard that opens the file no longer has its marker: the header's copy is stale
+    return module.with_changes(header=[line for line in module.header if _comment(line) != marker])
 
 
 def _without_leading_blanks(stmt):
@@ -271,26 +598,30 @@ def _without_leading_blanks(stmt):
     return stmt.with_changes(leading_lines=lines)
 
 
-# Guards that mean "this branch only runs on the legacy stack"; the code inside is reported once
-# as a compatibility shim and left alone, so dual-stack code keeps working on both sides.
-SHIM_GUARDS = (
-    "is_torch_xla_available",
-    "is_torch_tpu_available",
-    "is_neuronx_available",
-    "is_torch_neuronx_available",
-    "is_neuronx_distributed_available",
-    "is_optimum_neuron_available",
-)
-
-
-def is_shim(node: cst.CSTNode, legacy_prefixes: tuple[str, ...]) -> bool:
-    """``try: import torch_xla ...`` (any handler) and ``if is_torch_xla_available(): ...``."""
-    if isinstance(node, cst.Try):
-        return is_legacy_import_block(node.body, legacy_prefixes)
-    if isinstance(node, cst.If):
-        test = code_of(node.test)
-        return any(guard in test for guard in SHIM_GUARDS)
-    return False
+def guard_probe_imports(module: cst.Module, requests, probe: str) -> tuple[cst.Module, list]:
+    """Requested imports of the probe's package (``import torch_neuronx.metrics``) take the place of the
+    probe in the first module-level ``try:`` that has it: dual-stack code imports them only where the
+    device is there, and they fail as the probe did where it is not. Returns the module and the requests
+    left to add as usual."""
+    package = probe.split()[1].split(".")[0]
+    mine = [r for r in requests if r.module.split(".")[0] == package]
+    if not mine:
+        return module, list(requests)
+    wanted = probe.split("#")[0].strip()
+    for index, stmt in enumerate(module.body):
+        if not isinstance(stmt, cst.Try):
+            continue
+        lines = list(stmt.body.body)
+        at = next((i for i, s in enumerate(lines) if _is_import_line(s) and code_of(s).split("#")[0].strip() == wanted), None)
+        if at is None:
+            continue
+        new = [cst.parse_statement(text + "\n") for text in import_lines(mine)]
+        new[0] = new[0].with_changes(leading_lines=lines[at].leading_lines)
+        lines[at : at + 1] = new
+        body = list(module.body)
+        body[index] = stmt.with_changes(body=stmt.body.with_changes(body=lines))
+        return module.with_changes(body=body), [r for r in requests if r not in mine]
+    return module, list(requests)
 
 
 def add_imports(module: cst.Module, requests) -> cst.Module:

@@ -80,7 +80,7 @@ def run(
 
     tasks = results.settle_cheaply(KindPrefilter(summary.triggers))
     if tasks:
-        init_args = (tuple(config.select), tuple(config.ignore), config.no_comments, diffs)
+        init_args = (tuple(config.select), tuple(config.ignore), config.no_comments, diffs, config.keep_dual_stack)
         outcomes = parallel.map_in_order(process, tasks, config.workers, init_worker, init_args, engine_seconds)
         try:
             # strict: after the last task the pool is asked for one more result, which lets it shut down
@@ -222,17 +222,17 @@ def _read(source: SourceFile) -> bytes:
 # The plan of the current process; workers build theirs once in init_worker (a forked worker
 # inherits the parent's, which is then simply reused).
 _plans: dict[tuple, RulePlan] = {}
-_run_args: tuple[tuple[str, ...], tuple[str, ...]] | None = None  # the run's (select, ignore)
+_run_args: tuple[tuple[str, ...], tuple[str, ...], bool] | None = None  # the run's (select, ignore, keep_dual_stack)
 _no_comments = False
 _diffs = True  # whether the run's outcomes carry a diff
 
 
-def rule_plan(select: tuple[str, ...], ignore: tuple[str, ...]) -> RulePlan:
-    plan = _plans.get((select, ignore))
+def rule_plan(select: tuple[str, ...], ignore: tuple[str, ...], keep_dual_stack: bool = False) -> RulePlan:
+    plan = _plans.get((select, ignore, keep_dual_stack))
     if plan is None:
         from neuron_migrate.migrate.engine import RulePlan
 
-        plan = _plans[(select, ignore)] = RulePlan.build(select, ignore)
+        plan = _plans[(select, ignore, keep_dual_stack)] = RulePlan.build(select, ignore, keep_dual_stack=keep_dual_stack)
     return plan
 
 
@@ -283,10 +283,12 @@ def plan_summary(config: Config) -> PlanSummary:
     return summary
 
 
-def init_worker(select: tuple[str, ...], ignore: tuple[str, ...], no_comments: bool, diffs: bool = True) -> None:
+def init_worker(
+    select: tuple[str, ...], ignore: tuple[str, ...], no_comments: bool, diffs: bool = True, keep_dual_stack: bool = False
+) -> None:
     global _no_comments, _run_args, _diffs
-    rule_plan(select, ignore)
-    _run_args = (select, ignore)
+    rule_plan(select, ignore, keep_dual_stack)
+    _run_args = (select, ignore, keep_dual_stack)
     _no_comments = no_comments
     _diffs = diffs
 
@@ -294,7 +296,7 @@ def init_worker(select: tuple[str, ...], ignore: tuple[str, ...], no_comments: b
 def process(task: Task) -> Outcome:
     """Runs in a worker (or inline): one file's bytes -> its outcome. Never raises for a bad file."""
     assert _run_args is not None, "init_worker() must run first"
-    select, ignore = _run_args
-    plan = rule_plan(select, (*ignore, *task.ignore) if task.ignore else ignore)
+    select, ignore, keep_dual_stack = _run_args
+    plan = rule_plan(select, (*ignore, *task.ignore) if task.ignore else ignore, keep_dual_stack)
     with diffs_computed(_diffs):
         return ADAPTERS[task.kind](task.data, task.path, plan, _no_comments)

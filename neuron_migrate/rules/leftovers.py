@@ -12,6 +12,7 @@ from neuron_migrate.migrate.context import code_of
 from neuron_migrate.rules import LEGACY_MODULES
 from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Edit, Example, register, Rule, RuleMeta
 from neuron_migrate.rules.calls import literal
+from neuron_migrate.rules.optimum_names import optimum_names
 
 DOCS_NATIVE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 
@@ -57,39 +58,176 @@ class UnmigratedLegacyReference(Rule):
         return f"See {DOCS_NATIVE} for the native-PyTorch way to do what `{qname}` did."
 
 
+# An availability check of the legacy stack -> TorchNeuron's (transformers' for transformers' and for
+# optimum-neuron's, accelerate's for accelerate's). Before TorchNeuron these were all True on Trainium.
+_TRANSFORMERS_CHECK = "transformers.utils.is_torch_neuron_available"
+_ACCELERATE_CHECK = "accelerate.utils.is_neuron_available"
+AVAILABILITY_CHECKS = {
+    **{
+        f"{module}.{name}": _TRANSFORMERS_CHECK
+        for module in ("transformers", "transformers.utils", "transformers.utils.import_utils")
+        for name in ("is_torch_xla_available", "is_torch_tpu_available", "is_torch_neuroncore_available")
+    },
+    **{
+        f"{module}.{name}": _ACCELERATE_CHECK
+        for module in ("accelerate.utils", "accelerate.utils.imports")
+        for name in ("is_torch_xla_available", "is_tpu_available")
+    },
+    **{
+        qname: _TRANSFORMERS_CHECK
+        for name in ("is_neuronx_available", "is_torch_neuronx_available")
+        for qname in optimum_names(name, "utils", "utils.import_utils", top_level=False)
+    },
+}
+
+
 @register
 class CompatibilityShim(Rule):
-    """Code that only runs when the legacy stack is importable is reported, never rewritten."""
+    """Dual-stack code: a ``try: import torch_xla ... except ImportError:`` that picks the XLA device when it
+    can, and branches under ``if is_torch_xla_available():``. By default the XLA branch is migrated in
+    place: the rules migrate the code under the guard, the check becomes TorchNeuron's, and a ``try``
+    whose legacy imports all went imports ``torch_neuronx`` instead, so its except branch (the fallback for
+    machines without the device) still runs where TorchNeuron is not installed. With --keep-dual-stack the
+    XLA branch stays and the code gains a neuron branch beside it."""
 
     role = "shim"
+    # The TorchNeuron probe: an explicit import is otherwise not needed (torch loads torch_neuronx by itself).
+    PROBE = "import torch_neuronx  # noqa: F401 (fails where TorchNeuron is not installed)"
+    PROBE_MESSAGE = (
+        "the try now tests for TorchNeuron: `import torch_neuronx` replaces its legacy imports and the code "
+        "under it is migrated; its except branch still runs where TorchNeuron is not installed"
+    )
+    GONE_MESSAGE = "the try did nothing but import legacy modules that nothing uses any more: removed with them"
+    LEGACY_IMPORT_KEPT = (
+        "this try still imports a legacy module for code without an automatic migration (see the TODOs below): "
+        "on TorchNeuron that import fails and the except branch runs, until that code is migrated"
+    )
+    CHECK_MESSAGE = "availability check of the legacy stack -> TorchNeuron's: the code it guards now runs on the neuron device"
+    calls = {name: "availability_check" for name in AVAILABILITY_CHECKS}
+    # the short names whose call makes an ``if`` a dual-stack guard (optimum-neuron's included)
+    guard_names = (
+        "is_torch_xla_available",
+        "is_torch_tpu_available",
+        "is_tpu_available",
+        "is_torch_neuroncore_available",
+        "is_neuronx_available",
+        "is_torch_neuronx_available",
+        "is_neuronx_distributed_available",
+        "is_optimum_neuron_available",
+    )
+    follow_up_todos = True  # the import pass keeps its marker true itself
 
     meta = RuleMeta(
         "NM190",
-        "compatibility shim left as is",
-        safety=MANUAL,
+        "dual-stack guard moved to TorchNeuron",
+        safety=SAFE,
         summary=(
-            "Code under `try: import torch_xla` or `if is_torch_xla_available():` is kept so the file "
-            "still works on both stacks; delete the legacy branch once you drop it."
+            "Code under `try: import torch_xla` or `if is_torch_xla_available():` ran on Trainium through the XLA "
+            "stack; it is migrated in place and its guard now tests for TorchNeuron, keeping the fallback for "
+            "machines without the device. `--keep-dual-stack` keeps the XLA branch and adds a neuron one."
         ),
         docs=(DOCS_NATIVE,),
+        triggers=(b"torch_xla", b"is_torch_tpu_available", b"is_tpu_available", b"is_torch_neuroncore_available"),
         example=Example(
             before=(
+                "import torch\n\n"
                 "try:\n"
-                "    import torch_xla.core.xla_model as xm\n"
+                "    import torch_xla.core.xla_model as xm\n\n"
+                "    device = xm.xla_device()\n"
                 "except ImportError:\n"
-                "    xm = None\n"
+                '    device = torch.device("cpu")\n'
             ),
             after=(
+                "import torch\n\n"
                 "try:\n"
-                "    import torch_xla.core.xla_model as xm\n"
+                "    import torch_neuronx  # noqa: F401 (fails where TorchNeuron is not installed)\n\n"
+                '    device = torch.device("neuron")\n'
                 "except ImportError:\n"
-                "    xm = None\n"
+                '    device = torch.device("cpu")\n'
             ),
         ),
     )
 
+    # --keep-dual-stack
+    NEURON_AVAILABLE = 'hasattr({torch}, "neuron") and {torch}.neuron.is_available()'
+    NEURON_CHECKS = ("is_torch_neuron_available", "is_neuron_available", ".neuron.is_available()")
+    PAIRED_MESSAGE = "legacy branch kept (--keep-dual-stack) and a neuron branch added beside it"
+    PAIRED_REVIEW = (
+        "this guard's torch_xla branch is kept and its migrated copy runs on TorchNeuron (--keep-dual-stack): "
+        "keep the two in step, and drop the torch_xla one with the legacy stack"
+    )
+    UNPAIRED_MESSAGE = (
+        "kept for the legacy stack (--keep-dual-stack), but of a shape the tool does not pair: add the neuron "
+        "branch by hand (test with is_torch_neuron_available(); device torch.device(\"neuron\"))"
+    )
     MESSAGE = "compatibility shim for the legacy stack kept as is; remove the legacy branch when you drop it"
     USE_MESSAGE = "uses `{name}`, which only a compatibility shim imports; kept as is for the legacy stack"
+
+    PROBE_NAME = "torch_neuronx"  # the name the probe binds
+    PRESENCE_MESSAGE = (
+        "`{name}` was None where its legacy import failed: its tests now ask whether TorchNeuron was imported "
+        "(the handler sets `torch_neuronx = None`)"
+    )
+
+    # ----- ``except ImportError: met = None`` ... ``if met is not None:``: presence tests of a fallback name.
+    # They are answered here (no leftover marker: they only test), and the import pass makes them test the
+    # probe instead once nothing else reads the name (see imports.probe_presence_tests).
+    def leave_Comparison(self, original: cst.Comparison, updated: cst.Comparison):
+        if not self.ctx.guard_fallbacks or len(original.comparisons) != 1:
+            return updated
+        target = original.comparisons[0]
+        if isinstance(target.operator, (cst.Is, cst.IsNot)) and code_of(target.comparator) == "None":
+            self._presence([original.left])
+        return updated
+
+    def leave_UnaryOperation(self, original: cst.UnaryOperation, updated: cst.UnaryOperation):
+        if self.ctx.guard_fallbacks and isinstance(original.operator, cst.Not):
+            self._presence([original.expression])
+        return updated
+
+    def leave_If(self, original: cst.If, updated: cst.If):
+        if self.ctx.guard_fallbacks:
+            self._presence(list(_test_operands(original.test)))
+        return updated
+
+    def leave_While(self, original: cst.While, updated: cst.While):
+        if self.ctx.guard_fallbacks:
+            self._presence(list(_test_operands(original.test)))
+        return updated
+
+    def _presence(self, operands) -> None:
+        names = [n for n in operands if self._is_fallback(n)]
+        if names:
+            self.ctx.probed_names.update(n.value for n in names)
+            self.ctx.answered_by_enclosing_call()
+
+    def _is_fallback(self, node) -> bool:
+        if self.ctx.keep_dual_stack or not isinstance(node, cst.Name) or node.value not in self.ctx.guard_fallbacks:
+            return False
+        return any(legacy_module_named(q) for q in self.ctx.qualified_names(node))
+
+    def availability_check(self, original: cst.Call, updated: cst.Call, qname: str):
+        if self.ctx.keep_dual_stack and not self.ctx.neuron_copy_depth:
+            return updated
+        if _checks_xla_on_gpu(updated):
+            self.ctx.manual(original, "checks for torch_xla on a GPU, not for a Trainium device: drop this branch")
+            return updated
+        home, _, name = AVAILABILITY_CHECKS[qname].rpartition(".")
+        check = updated.with_changes(func=self.ctx.expr(self.ctx.require_from_import(home, name)), args=[])
+        return Edit(check, message=self.CHECK_MESSAGE, safe=True)
+
+
+def _test_operands(test: cst.BaseExpression):
+    """The operands of a branch test joined by ``and`` / ``or`` (the test itself when it is not)."""
+    if isinstance(test, cst.BooleanOperation):
+        yield from _test_operands(test.left)
+        yield from _test_operands(test.right)
+    else:
+        yield test
+
+
+def _checks_xla_on_gpu(call: cst.Call) -> bool:
+    return any(arg.keyword is not None and arg.keyword.value == "check_is_gpu" for arg in call.args)
 
 
 @register

@@ -9,7 +9,7 @@ import libcst as cst
 from libcst.metadata import ScopeProvider
 
 from neuron_migrate.migrate.context import FileContext, code_of
-from neuron_migrate.migrate.imports import is_shim
+from neuron_migrate.migrate.guards import is_shim
 from neuron_migrate.rules import hf_fields as hf
 from neuron_migrate.rules.base import Edit, Fact, Rule, StatementReplacement
 from neuron_migrate.rules.calls import UNKNOWN, keyword_arg, literal, new_keyword
@@ -294,13 +294,13 @@ class _LoaderScan(cst.CSTVisitor):
         self.moved: set[int] = set()  # id(Name) of every ``x.to``
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if is_shim(node, self.ctx.legacy_prefixes):
+        if self.ctx.keep_dual_stack and is_shim(node, self.ctx.legacy_prefixes, self.ctx.guard_names):
             self.shim_depth += 1
         return super().on_visit(node)
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         super().on_leave(original_node)
-        if is_shim(original_node, self.ctx.legacy_prefixes):
+        if self.ctx.keep_dual_stack and is_shim(original_node, self.ctx.legacy_prefixes, self.ctx.guard_names):
             self.shim_depth -= 1
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:

@@ -164,8 +164,6 @@ UTILS_NEXT_STEP = {
     },
     "import_utils": {
         "is_accelerate_available": "use transformers.utils.is_accelerate_available",
-        "is_neuronx_available": "use torch.neuron.is_available()",
-        "is_torch_neuronx_available": "use torch.neuron.is_available()",
         "is_trl_available": 'use importlib.util.find_spec("trl") is not None',
     },
     "input_generators": {

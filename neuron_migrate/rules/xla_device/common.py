@@ -225,15 +225,11 @@ class _XlaDeviceCalls(cst.CSTVisitor):
         super().__init__()
         self.ctx = ctx
         self.calls: list[cst.Call] = []
-        # id(call) -> the constructor, for calls through a name only a compatibility shim imports
-        self.shim_calls: dict[int, str] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
         qname = xla_device_call(self.ctx, node)
         if qname is not None:
             self.calls.append(node)
-            if self.ctx.is_shim_name(node.func):
-                self.shim_calls[id(node)] = qname
         elif "torch.device" in self.ctx.qualified_names(node.func) and node.args and is_xla_string(node.args[0].value):
             self.calls.append(node)
 

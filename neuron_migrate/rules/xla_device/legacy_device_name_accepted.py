@@ -19,7 +19,6 @@ from neuron_migrate.rules.xla_device.common import (
     from_outside,
     legacy_name_test,
     names_a_device,
-    neuron_device_code,
     to_neuron_string,
     with_neuron_accepted,
     xla_device_calls,
@@ -90,7 +89,6 @@ class LegacyDeviceNameAccepted(Rule):
         super().__init__(ctx)
         self.tests: dict[int, str] = {}  # id(comparison) -> review message
         self.helper_tests: set[int] = set()
-        self.shim_calls: dict[int, str] = {}  # id(call) -> the XLA constructor it stands for
         self.options: set[int] = set()
 
     # -- recording, top-down ------------------------------------------------------------------
@@ -104,7 +102,6 @@ class LegacyDeviceNameAccepted(Rule):
         found = xla_device_calls(self.ctx, node.body)
         if found.calls:
             self.helper_tests.update(id(t) for t in tests)
-            self.shim_calls.update(found.shim_calls)
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         test = legacy_name_test(node)
@@ -147,13 +144,6 @@ class LegacyDeviceNameAccepted(Rule):
         )
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
-        qname = self.shim_calls.get(id(original))
-        if qname is not None:
-            text = neuron_device_code(self.ctx, updated, qname)
-            if text is None:
-                return updated
-            message = 'XLA device -> torch.device("neuron") in a device-picking helper'
-            return Edit(self.ctx.expr(text), message=message, safe=True)
         if id(original) in self.options:
             choices = next((a.value for a in updated.args if a.keyword and a.keyword.value == "choices"), None)
             fixed = choices is None or isinstance(choices, (cst.Tuple, cst.List, cst.Set))

@@ -55,7 +55,11 @@ class XlaDeviceString(Rule):
         self.device_specs: set[int] = set()
 
     def _mark(self, node: cst.CSTNode) -> None:
-        if is_xla_string(node):
+        if isinstance(node, cst.IfExp):
+            # ``device = "xla" if is_torch_xla_available() else "cuda"``: either branch is the device spec
+            self._mark(node.body)
+            self._mark(node.orelse)
+        elif is_xla_string(node):
             self.device_specs.add(id(node))
 
     def visit_Call(self, node: cst.Call) -> None:
