@@ -31,7 +31,7 @@ class RenameTrainer(Rule):
         return updated.with_changes(func=self.ctx.expr(name), args=[cst.Arg(self.ctx.expr(f"{args_name}()"))])
 
     def rename_run(self, original: cst.Call, updated: cst.Call, qname: str):
-        return self.ctx.expr("run_natively()")
+        return self.ctx.expr("print()")
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +81,7 @@ def test_a_setting_the_file_already_makes_is_not_added_twice(run):
 
 def test_a_legacy_api_imported_from_a_living_package_is_removed_alone(run):
     source = "from legacy_pkg.api import run, keep\n\nrun()\nkeep()\n"
-    assert run(source) == "from legacy_pkg.api import keep\n\nrun_natively()\nkeep()\n"
+    assert run(source) == "from legacy_pkg.api import keep\n\nprint()\nkeep()\n"
 
 
 def test_a_parenthesized_import_line_is_left_as_it_is(run):
@@ -137,3 +137,27 @@ def test_a_use_at_module_level_keeps_the_import_at_the_top(run):
     )
     code = run(source)
     assert code.startswith("import os\nfrom transformers import Trainer, TrainingArguments\n")
+
+
+
+class CallsAnUnboundHelper(Rule):
+    """A stand-in rule whose replacement reads a name nothing binds (the defect the engine guards against)."""
+
+    meta = RuleMeta("NM998", "test unbound", safety=SAFE, triggers=(b"legacy_pkg",), example=Example("", ""))
+    calls = {"legacy_pkg.api.run": "rename_run"}
+
+    def rename_run(self, original: cst.Call, updated: cst.Call, qname: str):
+        return self.ctx.expr("helper_of_the_rule()")
+
+
+def test_a_rewrite_that_would_read_a_name_it_did_not_bind_fails_the_file():
+    """The engine checks its own output: a name an edit reads where nothing binds it fails the file."""
+    from neuron_migrate.migrate.sources import InternalError
+
+    plan = RulePlan(index=RuleIndex.build([CallsAnUnboundHelper]), legacy_prefixes=("legacy_pkg.api.run",))
+    source = "from legacy_pkg.api import run\n\n\ndef f():\n    run()\n"
+    with pytest.raises(InternalError, match=r"would read a name nothing binds: `helper_of_the_rule` in `f`"):
+        migrate_python(source, "t.py", plan)
+    # a name the original already read unbound in that scope (a notebook's `display`) is not the rewrite's doing
+    read_before = source.replace("    run()", "    helper_of_the_rule()\n    run()")
+    assert migrate_python(read_before, "t.py", plan).code.endswith("    helper_of_the_rule()\n    helper_of_the_rule()\n")

@@ -233,6 +233,9 @@ class FileContext:
     import_sites: dict[str, list[cst.CSTNode | None]] = field(default_factory=dict)
     # id(stand-in line the engine made for a statement sharing its line) -> that statement
     stand_ins: dict[int, cst.BaseSmallStatement] = field(default_factory=dict)
+    # id(top-level statement) -> its index; name -> the index of the first module-level import binding it
+    _top_index: dict[int, int] = field(default_factory=dict)
+    _import_line: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.module = self.wrapper.module
@@ -326,10 +329,10 @@ class FileContext:
         td`` if the file has it, else schedules ``import torch.distributed as dist``, unless ``dist``
         already means something else here, in which case the full dotted name is used.
         """
-        if module in self.existing_imports:
+        if module in self.existing_imports and self._bound_here(self.existing_imports[module]):
             return self.existing_imports[module]
         parent, _, child = module.rpartition(".")
-        if parent and (parent, child) in self.existing_from_imports:
+        if parent and (parent, child) in self.existing_from_imports and self._bound_here(self.existing_from_imports[(parent, child)]):
             return self.existing_from_imports[(parent, child)]
         wanted = alias or module
         self._note_import_site(module, module)
@@ -341,10 +344,21 @@ class FileContext:
             wanted = module
         if alias is None and "." in module:
             root = module.split(".")[0]
-            if root in self.existing_imports.values() and self.existing_imports.get(root) == root:
+            if root in self.existing_imports.values() and self.existing_imports.get(root) == root and self._bound_here(root):
                 return module
         self.imports_needed[module] = ImportRequest(module, alias=alias)
         return wanted
+
+    def _bound_here(self, name: str) -> bool:
+        """Is the module-level import binding ``name`` run before the statement being migrated? Always, inside
+        a function (it runs later); at module level only when the import is above (a notebook's later cell
+        imports too late for an earlier one)."""
+        line = self._import_line.get(name)
+        if line is None or not self.statement_stack:
+            return True
+        if any(isinstance(s, (cst.FunctionDef, cst.Lambda)) for s in self.statement_stack):
+            return True
+        return self._top_index.get(id(self.statement_stack[0]), line) >= line
 
     def require_from_import(self, module: str, name: str) -> str:
         """Make ``name`` from ``module`` usable here and return the expression that names it.
@@ -583,7 +597,8 @@ class FileContext:
 
     # ----- module facts ------------------------------------------------------------------------
     def _scan_imports(self) -> None:
-        for stmt in self.module.body:
+        for index, stmt in enumerate(self.module.body):
+            self._top_index[id(stmt)] = index
             if not isinstance(stmt, cst.SimpleStatementLine):
                 self._note_defined_name(stmt)
                 continue
@@ -592,6 +607,7 @@ class FileContext:
                     for alias in small.names:
                         dotted = code_of(alias.name)
                         bound = alias.asname.name.value if alias.asname else dotted.split(".")[0]
+                        self._import_line.setdefault(bound, index)
                         if alias.asname:
                             self.existing_imports[dotted] = bound
                         else:
@@ -606,6 +622,7 @@ class FileContext:
                     for alias in small.names:
                         name = code_of(alias.name)
                         bound = alias.asname.name.value if alias.asname else name
+                        self._import_line.setdefault(bound, index)
                         self.existing_from_imports[(module, name)] = bound
                         self.module_names.add(bound)
                 elif isinstance(small, (cst.Assign, cst.AnnAssign)):

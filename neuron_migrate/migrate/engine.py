@@ -17,6 +17,7 @@ from libcst.metadata import MetadataWrapper
 from neuron_migrate.migrate import dual_stack
 from neuron_migrate.migrate import imports as import_edits
 from neuron_migrate.migrate.guards import is_shim, only_tests
+from neuron_migrate.migrate.names import new_unbound_reads
 from neuron_migrate.migrate.context import FileContext, code_of, is_import_line, root_name, site_todo_rule
 from neuron_migrate.migrate.sources import InternalError
 from neuron_migrate.report.model import MANUAL, Finding, Span
@@ -463,6 +464,10 @@ class MigrationTransformer(cst.CSTTransformer):
         lines = list(result.body.body)
         present = {code_of(s).strip() for s in lines if is_import_line(s)}
         requests = [self.ctx.imports_needed[key] for key in keys if key in self.ctx.imports_needed]
+        # an import asked for a module-level helper only (which imports it itself) is not this block's
+        settings = [cst.parse_statement(key + "\n") for key in keys if key not in self.ctx.imports_needed]
+        read = set().union(import_edits.names_read(result), *(import_edits.names_read(s) for s in settings))
+        requests = [r for r in requests if import_edits.bound_by(r) in read]
         texts = [text for text in import_edits.import_lines(requests) if text not in present]
         new = [cst.parse_statement(text + "\n") for text in texts]
         for key in keys:
@@ -934,7 +939,12 @@ def migrate_python(
         changed = changed or bool(removed)
     # What only lazily imported code needs went into that code's block (see FileContext.is_lazy).
     imports = [request for key, request in ctx.imports_needed.items() if not ctx.is_lazy(key)]
-    setup = {code: why for code, why in ctx.setup.items() if not ctx.is_lazy(code)}
+    lazy = [request for key, request in ctx.imports_needed.items() if ctx.is_lazy(key)]
+    # A helper defined at module level reads module-level names only: what it needs from an import that went
+    # into a function (a lazily importing module), it imports itself.
+    setup = {
+        import_edits.with_own_imports(code, lazy): why for code, why in ctx.setup.items() if not ctx.is_lazy(code)
+    }
     if imports and changed and not plan.guards_kept:
         new_module, imports = import_edits.guard_probe_imports(new_module, imports, plan.shim.PROBE)
     if imports and changed:
@@ -943,7 +953,8 @@ def migrate_python(
         new_module = import_edits.add_setup(new_module, setup)
     code = new_module.code
     if code != source:
-        _check_parses(code, path, ctx.findings)
+        tree = _check_parses(code, path, ctx.findings)
+        _check_names(source, code, path, ctx.findings, tree)
     return PythonResult(source=source, code=code, findings=ctx.findings, reproduced=ctx.text)
 
 
@@ -980,10 +991,14 @@ def _report_removed_imports(ctx: FileContext, plan: RulePlan, statements, remove
     rule = plan.unused_import
     if rule is None:
         return
+    # The remover reports in document order: the n-th removal of one text is that text's n-th import.
+    taken: set[int] = set()
     for text in removed:
-        statement = next((s for s in statements if text in _import_texts(s)), None)
+        statement = next((s for s in statements if id(s) not in taken and text in _import_texts(s)), None)
         if statement is None:
             continue
+        if len(_import_texts(statement)) == 1:
+            taken.add(id(statement))
         ctx.record_edit(rule.meta, statement, Edit(None, message=f"`{text}` removed: nothing uses it after the migration"))
 
 
@@ -999,12 +1014,20 @@ def _import_texts(statement) -> set[str]:
     return texts
 
 
-def _check_parses(code: str, path: str, findings: list[Finding]) -> None:
+def _check_parses(code: str, path: str, findings: list[Finding]) -> ast.Module:
     try:
-        ast.parse(code, filename=path)
+        return ast.parse(code, filename=path)
     except SyntaxError as exc:
         rules = sorted({f.rule for f in findings if f.applied})
         raise InternalError(f"rewrite by {', '.join(rules) or 'the engine'} does not parse: {exc}") from exc
+
+
+def _check_names(source: str, code: str, path: str, findings: list[Finding], tree: ast.Module) -> None:
+    """A rewrite never reads a name it did not bind: such a file fails instead of being written."""
+    unbound = new_unbound_reads(source, code, path, tree)
+    if unbound:
+        rules = sorted({f.rule for f in findings if f.applied})
+        raise InternalError(f"rewrite by {', '.join(rules) or 'the engine'} would read a name nothing binds: {', '.join(unbound)}")
 
 
 def _tests_flag(test: cst.BaseExpression, flags: frozenset[str]) -> bool:

@@ -643,6 +643,38 @@ def import_lines(requests) -> list[str]:
     return sorted({_statement(group) for group in _grouped(requests)}, key=_module_key)
 
 
+def with_own_imports(code: str, requests) -> str:
+    """``code``, a helper definition, with the imports of ``requests`` it reads at the top of its body (after
+    its docstring); other code as it is."""
+    if not requests or not code.startswith(("def ", "class ")):
+        return code
+    statement = cst.parse_statement(code + "\n")
+    read = _UsedNames()
+    walk(statement.body, read)
+    wanted = [r for r in requests if bound_by(r) in read.names]
+    if not wanted or not isinstance(statement.body, cst.IndentedBlock):
+        return code
+    lines = list(statement.body.body)
+    at = 1 if lines and _is_docstring(lines[0]) else 0
+    new = [cst.parse_statement(text + "\n") for text in import_lines(wanted)]
+    body = statement.body.with_changes(body=[*lines[:at], *new, *lines[at:]])
+    return cst.Module(body=[statement.with_changes(body=body)]).code.rstrip("\n")
+
+
+def bound_by(request) -> str:
+    """The name an import request binds."""
+    if request.name:
+        return request.alias or request.name
+    return request.alias or request.module.split(".")[0]
+
+
+def names_read(node: cst.CSTNode) -> set[str]:
+    """Every name ``node`` reads (attribute names aside), at any depth."""
+    read = _UsedNames()
+    walk(node, read)
+    return read.names | read.strings
+
+
 def add_setup(module: cst.Module, setup: dict[str, str]) -> cst.Module:
     """Insert start-up statements (each under its comment) after the import block; definitions
     (a helper function or class) go after the last import above the file's own definitions, so

@@ -1072,6 +1072,9 @@ def _new_source(code: CodeCell, names: Placeholders) -> str | None:
         out.extend(_region_lines(code, regions[number]))
     if emitted != set(regions):
         raise NotebookError(f"internal error: cell {code.number} lost an IPython line")
+    # The cell's last line, an IPython line without a final newline, may now have lines after it (imports
+    # the rules added go below the cell's imports and IPython lines).
+    out = [line if line.endswith(("\n", "\r")) or i == len(out) - 1 else line + "\n" for i, line in enumerate(out)]
     text = _in_cell_newlines(code.cell.source, "".join(out).rstrip())
     original = code.cell.source
     # Keep the cell's own ending (the module gave every cell a final newline); a cell whose every

@@ -22,6 +22,7 @@ The rules live in :mod:`neuron_migrate.rules.launch_scripts`; this module knows 
 from __future__ import annotations
 
 import bisect
+import os
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -583,9 +584,10 @@ class ShellScript:
                 found = value
         return found
 
-    def settings(self) -> list[Setting]:
+    def settings(self, wrappers: frozenset[str] = frozenset()) -> list[Setting]:
         """Every assignment, ``export``/``declare``/``local`` argument, ``env NAME=value`` prefix and
-        ``unset`` name, in text order."""
+        ``unset`` name, in text order. ``wrappers`` name more commands that run the rest of their line as a
+        command of its own, whose leading ``NAME=value`` words then set its environment as env's do."""
         out = []
         for command in self.commands:
             for item in command.assignments:
@@ -601,7 +603,7 @@ class ShellScript:
                         continue
                     if _ASSIGNMENT.match(item.value) or re.fullmatch(r"[A-Za-z_]\w*", item.value):
                         out.append(self._setting(item, command, unset=head == "unset"))
-            elif head == "env":
+            elif head == "env" or os.path.basename(head) in wrappers:
                 for item in rest:
                     if not _ASSIGNMENT.match(item.value):
                         if item.value.startswith("-"):

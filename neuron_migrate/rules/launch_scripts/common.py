@@ -160,7 +160,8 @@ def expand(script: ShellScript, command: Command) -> list[Arg]:
 
 
 def strip_wrappers(args: list[Arg]) -> list[Arg]:
-    """``env A=1 nohup exec CMD ...`` -> ``CMD ...``."""
+    """``env A=1 nohup exec CMD ...`` -> ``CMD ...``; ``neuron_parallel_compile A=1 CMD`` -> ``CMD`` too (the
+    variables it set for the command are settings, see apply_env_table)."""
     i = 0
     while i < len(args):
         name = os.path.basename(args[i].value)
@@ -170,6 +171,8 @@ def strip_wrappers(args: list[Arg]) -> list[Arg]:
                 i += 1
         elif name in WRAPPERS:
             i += 1
+            while i < len(args) and re.match(r"[A-Za-z_]\w*=", args[i].value):
+                i += 1
         else:
             break
     return args[i:]
@@ -742,7 +745,9 @@ def apply_env_table(script: ShellScript, ctx: ShellEdits) -> None:
     if not metas:
         return
     by_command: dict[int, list[EnvDecision]] = {}
-    for setting in script.settings():
+    # ``neuron_parallel_compile XLA_DOWNCAST_BF16=1 torchrun ...``: NM510 unwraps the command in the same pass,
+    # so the variables it set for the wrapped command are settings too
+    for setting in script.settings(wrappers=frozenset({"neuron_parallel_compile"})):
         decision = decide_env(setting)
         if decision is not None and decision.rule in metas:
             by_command.setdefault(setting.command.index, []).append(decision)
