@@ -131,6 +131,11 @@ class Case:
         return self.source.name.split(".", 1)[0]
 
     @property
+    def keeps_dual_stack(self) -> bool:
+        """A case named ``keep_dual_stack*`` is rewritten with --keep-dual-stack."""
+        return self.name.startswith("keep_dual_stack")
+
+    @property
     def ext(self) -> str:
         return self.source.name.rsplit(".", 1)[1]
 
@@ -178,11 +183,11 @@ def all_cases() -> list[Case]:
 
 
 @lru_cache(maxsize=None)
-def plan_for(*rules: str):
-    """Only these rules; every rule when none is named."""
+def plan_for(*rules: str, keep: bool = False):
+    """Only these rules; every rule when none is named. ``keep``: with --keep-dual-stack."""
     from neuron_migrate.migrate.engine import RulePlan
 
-    return RulePlan.build(select=list(rules)) if rules else RulePlan.build()
+    return RulePlan.build(select=list(rules), keep_dual_stack=keep)
 
 
 def rewrite(case: Case, data: bytes, plan, no_comments: bool = False):
@@ -221,7 +226,7 @@ def findings_text(findings) -> str:
 def snapshot(case: Case) -> str:
     """What ``case.findings_file`` must hold: the findings of the all-rules run."""
     data = case.source.read_bytes()
-    return findings_text(rewrite(case, data, plan_for()).findings)
+    return findings_text(rewrite(case, data, plan_for(keep=case.keeps_dual_stack)).findings)
 
 
 def rule_lines(text: str, rule: str) -> list[str]:

@@ -183,6 +183,11 @@ class QualifiedNames:
             known = self._known[node] = scope.get_qualified_names_for(node) if scope is not None else set()
         return known or default
 
+    def is_bound(self, node: cst.Name) -> bool:
+        """Does any scope the name is read in bind it (an assignment, a parameter, an import)?"""
+        scope = self._scopes.get(node)
+        return scope is None or node.value in scope
+
     def imported(self, node: cst.CSTNode) -> set[str]:
         """The qualified names ``node`` has through an import, for any module (no check that a rule
         handles it: see ``FileContext.qualified_names`` for that)."""
@@ -233,6 +238,8 @@ class FileContext:
     import_sites: dict[str, list[cst.CSTNode | None]] = field(default_factory=dict)
     # id(stand-in line the engine made for a statement sharing its line) -> that statement
     stand_ins: dict[int, cst.BaseSmallStatement] = field(default_factory=dict)
+    # name -> the legacy module an import anywhere in the file binds it to
+    legacy_aliases: dict[str, str] = field(default_factory=dict)
     # id(top-level statement) -> its index; name -> the index of the first module-level import binding it
     _top_index: dict[int, int] = field(default_factory=dict)
     _import_line: dict[str, int] = field(default_factory=dict)
@@ -258,7 +265,10 @@ class FileContext:
         name = root_name(node)
         if name not in self.import_bound and not (self.neuron_copy_depth and name in self.shim_bound):
             return set()
-        return self.qualified.imported(node)
+        found = self.qualified.imported(node)
+        if not found and name in self.legacy_aliases:
+            return self._legacy_import_elsewhere(node, name)
+        return found
 
     def _scan_bindings(self) -> None:
         """Sort the names bound by imports of interesting modules before any rule runs: only those
@@ -282,6 +292,8 @@ class FileContext:
                 if module.split(".")[0] not in self.roots:
                     continue
                 is_legacy = any(module == p or module.startswith(p + ".") for p in self.legacy_prefixes)
+                if is_legacy and bound != "*":
+                    self.legacy_aliases.setdefault(bound, module)
                 if bound == "*":
                     continue
                 # A name a ``try:`` guard imports is resolved, unless the handler gives it a
@@ -292,6 +304,17 @@ class FileContext:
                 else:
                     self.import_bound.add(bound)
                     self.has_legacy_imports = self.has_legacy_imports or is_legacy
+
+    def _legacy_import_elsewhere(self, node: cst.CSTNode, name: str) -> set[str]:
+        """``xm.mark_step()`` in a function where nothing binds ``xm``, the file importing it in another one only
+        (so the line failed before the migration too): read as the module that import names."""
+        parts = []
+        while isinstance(node, cst.Attribute):
+            parts.append(node.attr.value)
+            node = node.value
+        if not isinstance(node, cst.Name) or self.qualified.is_bound(node):
+            return set()
+        return {".".join([self.legacy_aliases[name], *reversed(parts)])}
 
     def is_shim_name(self, node: cst.CSTNode) -> bool:
         """Is ``node`` named through an import that only a dual-stack guard makes (--keep-dual-stack),

@@ -671,6 +671,8 @@ class MigrationTransformer(cst.CSTTransformer):
         if self.shims or self.pairing or not self._is_shim(node):
             return  # inside a branch kept as it is, or inside a neuron copy: plain code there
         state = self._guard_state(node) if self.pairs_guards else dual_stack.KEPT
+        if state is None:
+            return  # the neuron branch of a guard paired before: plain code
         if state == dual_stack.PAIRED:
             self.shims.append(node.body)
             self.quiet_shims.add(id(node.body))

@@ -661,10 +661,12 @@ def _build_module(cells: list[CodeCell], keep_alive: set[str], names: Placeholde
         layout.starts.append(line + 1)
         layout.lengths.append(length)
         line += 1 + length
+    # A statement after the last cell: LibCST keeps the indented comment lines that end a module only
+    # above a statement of the module's own.
+    parts.append(names.end + "\n")
     if keep_alive:
         # Names that set-aside code (magics, cells that do not parse) still uses, as strings: they
         # keep the imports of those names, which the import cleanup counts as used.
-        parts.append(names.end + "\n")
         parts.append("".join(f"{json.dumps(name)}\n" for name in sorted(keep_alive)))
     return "".join(parts), layout
 

@@ -166,8 +166,31 @@ def _rewrite_python(data: bytes, path: str, plan: RulePlan, no_comments: bool) -
             # Nothing was migrated: the only difference is what LibCST cannot reproduce.
             return Outcome(UNCHANGED, None, result.findings)
         if _strip_form_feeds(reproduced) != _strip_form_feeds(source.text):
-            raise SourceError(_lossy_message(source.text, reproduced))
+            result = _with_end_statement(source.text, path, plan, no_comments)
+            if result is None:
+                raise SourceError(_lossy_message(source.text, reproduced))
+            code = result.code
     return text_outcome(source, code, result.findings, path)
+
+
+# LibCST loses indented comment lines and whitespace-only lines at the very end of a module; below a
+# statement of the module's own they are kept. A file it would not print back is migrated with one.
+_END_STATEMENT = "__neuron_migrate_end__ = None"
+
+
+def _with_end_statement(text: str, path: str, plan, no_comments: bool):
+    """``text`` migrated with a statement appended that keeps its last lines, then taken off again; None
+    when that does not print the file back exactly either."""
+    from neuron_migrate.migrate.engine import migrate_python
+
+    newline = "\r\n" if "\r\n" in text else "\n"
+    gap = "" if text.endswith(("\n", "\r")) else newline
+    suffix = gap + _END_STATEMENT + newline
+    result = migrate_python(text + suffix, path, plan, no_comments=no_comments)
+    if result.reproduced != text + suffix or not result.code.endswith(suffix):
+        return None
+    result.code = result.code[: -len(suffix)]
+    return result
 
 
 def syntax_error(text: str, exc) -> str:

@@ -307,3 +307,57 @@ class LegacyModuleLoadedCheck(Rule):
         then = "drop the check, keep what it guarded" if negated else "delete the code that only ran on the legacy stack"
         folded = cst.Name(value, lpar=updated.lpar, rpar=updated.rpar)
         return Edit(folded, review=f"`{check}` is always {value} on TorchNeuron: folded to {value}; {then}")
+
+
+@register
+class LegacyAttributeCheck(Rule):
+    """``hasattr(torch_neuronx, "trace")``: code that asked whether a legacy API is there. On TorchNeuron it
+    is not, so the check is False and the code it guards (often migrated by the other rules, a trace become
+    torch.compile) never runs; a TODO says so, since only a human knows whether that code should now run."""
+
+    meta = RuleMeta(
+        "NM193",
+        "check for a legacy API is False on TorchNeuron",
+        safety=MANUAL,
+        summary=(
+            "`hasattr(module, name)` of an API only the legacy stack had is always False on TorchNeuron: the code "
+            "it guards never runs there."
+        ),
+        docs=(DOCS_NATIVE,),
+        triggers=(b"hasattr",),
+        example=Example(
+            before=(
+                "import torch_neuronx\n\n"
+                'if hasattr(torch_neuronx, "trace"):\n'
+                "    compiled = True\n"
+            ),
+            after=(
+                "import torch_neuronx\n\n"
+                '# TODO(neuron-migrate NM193): `hasattr(torch_neuronx, "trace")` is always False on TorchNeuron, which has '
+                "no `torch_neuronx.trace`: the code it guards never runs there; drop the check if that code should run "
+                "(migrated, it no longer needs the legacy API)\n"
+                'if hasattr(torch_neuronx, "trace"):\n'
+                "    compiled = True\n"
+            ),
+        ),
+    )
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call):
+        func = original.func
+        if type(func) is not cst.Name or func.value != "hasattr" or len(original.args) != 2:
+            return updated
+        name = literal(original.args[1].value)
+        if not isinstance(name, str):
+            return updated
+        for module in self.ctx.qualified_names(original.args[0].value):
+            legacy = legacy_module_named(f"{module}.{name}")
+            if legacy is not None:
+                check = code_of(original).strip()
+                self.ctx.manual(
+                    original,
+                    f"`{check}` is always False on TorchNeuron, which has no `{module}.{name}`: the code it guards "
+                    "never runs there; drop the check if that code should run (migrated, it no longer needs the "
+                    "legacy API)",
+                )
+                return updated
+        return updated
