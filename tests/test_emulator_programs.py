@@ -241,3 +241,34 @@ def test_compiled_training_step_trains_on_neuron_and_matches_eager_cpu(tmp_path)
     assert neuron["graphs"] >= 1  # the step went through torch.compile's neuron backend
     assert neuron["losses"][-1] < neuron["losses"][0]
     _close(cpu["losses"], neuron["losses"], tol=1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("keep", [False, True], ids=["default", "keep-dual-stack"])
+def test_a_script_that_picks_its_device_through_a_try_import_trains_on_neuron_as_on_cpu(tmp_path, keep):
+    """The dual-stack shape: without torch_xla the script trains on the host; migrated, the same guard finds
+    TorchNeuron, so it trains on the neuron device, to the same losses (and the host fallback stays)."""
+    legacy = PROGRAMS / "dual_stack_train.py"
+    cpu = subprocess.run([sys.executable, str(legacy), str(tmp_path / "cpu.json")], env=_env(),
+                         capture_output=True, text=True, timeout=120)
+    assert cpu.returncode == 0, cpu.stderr[-3000:]
+    script = tmp_path / "train.py"
+    shutil.copy(legacy, script)
+    flags = ["--keep-dual-stack"] if keep else []
+    rewrite = subprocess.run([sys.executable, "-m", "neuron_migrate", "rewrite", "-q", *flags, str(script)],
+                             env=_env(), capture_output=True, text=True, timeout=120)
+    assert rewrite.returncode == 1, rewrite.stdout + rewrite.stderr
+    code = script.read_text()
+    assert "import torch_neuronx" in code and ("import torch_xla" in code) is keep
+
+    neuron = _emulate([str(script), str(tmp_path / "neuron.json")], cwd=tmp_path)
+    assert neuron.returncode == 0, neuron.stdout[-2000:] + neuron.stderr[-3000:]
+    on_cpu, on_neuron = (json.loads((tmp_path / f"{side}.json").read_text()) for side in ("cpu", "neuron"))
+    assert on_cpu["device"] == "cpu" and on_neuron["device"].startswith("neuron")
+    _close(on_cpu["losses"], on_neuron["losses"])
+
+    # off the device the migrated script still falls back to the host, as the legacy one did without torch_xla
+    again = subprocess.run([sys.executable, str(script), str(tmp_path / "host.json")], env=_env(),
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert json.loads((tmp_path / "host.json").read_text())["device"] == "cpu"
