@@ -48,10 +48,12 @@ def test_every_key_in_kebab_case(tmp_path):
         'exclude = ["legacy/"]\n'
         'extend-exclude = ["*_pb2.py"]\n'
         "no-comments = true\n"
+        "keep-dual-stack = true\n"
         "jobs = 3\n"
         "cache = false\n",
     )
     config = load_config([tmp_path])
+    assert config.keep_dual_stack is True
     assert config.select == ("NM1", "NM2")
     assert config.ignore == ("NM150",)
     assert config.exclude == ("legacy/",)
@@ -122,6 +124,7 @@ def test_fingerprint_tracks_only_what_changes_the_output():
     # Order and case of rule selectors do not matter; their content does.
     assert Config(select=("NM1", "nm2")).fingerprint() == Config(select=("NM2", "NM1")).fingerprint()
     assert base.fingerprint() != Config(no_comments=True).fingerprint()
+    assert base.fingerprint() != Config(keep_dual_stack=True).fingerprint()
     assert base.fingerprint() != Config(select=("NM1",)).fingerprint()
     assert base.fingerprint() != Config(ignore=("NM1",)).fingerprint()
 
@@ -150,3 +153,26 @@ def test_per_file_ignores_of_the_wrong_shape_are_a_config_error(tmp_path, value)
         return
     with pytest.raises(ConfigError, match="per-file-ignores must be"):
         load_config([tmp_path])
+
+
+DUAL_STACK = (
+    "import torch\n\n"
+    "try:\n"
+    "    import torch_xla.core.xla_model as xm\n\n"
+    "    DEVICE = xm.xla_device()\n"
+    "except ImportError:\n"
+    '    DEVICE = torch.device("cpu")\n'
+)
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_keep_dual_stack_in_pyproject_keeps_the_xla_branch_in_the_run(tmp_path, monkeypatch, keep):
+    from neuron_migrate.migrate.runner import run
+
+    monkeypatch.chdir(tmp_path)
+    write_pyproject(tmp_path, f"[tool.neuron-migrate]\nkeep-dual-stack = {str(keep).lower()}\ncache = false\n")
+    (tmp_path / "dev.py").write_text(DUAL_STACK)
+    run([tmp_path], load_config([tmp_path], jobs=1))
+    code = (tmp_path / "dev.py").read_text()
+    assert 'torch.device("neuron")' in code and "import torch_neuronx" in code
+    assert ("import torch_xla.core.xla_model as xm" in code) is keep
