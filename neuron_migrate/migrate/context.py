@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, QualifiedNameSource, ScopeProvider
+from libcst.metadata import GlobalScope, MetadataWrapper, QualifiedNameSource, ScopeProvider
 
 from neuron_migrate.migrate.guards import is_shim
 from neuron_migrate.migrate.positions import code_and_ranges
@@ -182,6 +182,9 @@ class QualifiedNames:
             scope = self._scopes.get(node)
             known = self._known[node] = scope.get_qualified_names_for(node) if scope is not None else set()
         return known or default
+
+    def scope_of(self, node: cst.CSTNode):
+        return self._scopes.get(node)
 
     def is_bound(self, node: cst.Name) -> bool:
         """Does any scope the name is read in bind it (an assignment, a parameter, an import)?"""
@@ -354,6 +357,9 @@ class FileContext:
         """
         if module in self.existing_imports and self._bound_here(self.existing_imports[module]):
             return self.existing_imports[module]
+        if alias is None and self._bound_in_function(module.split(".")[0]):
+            # ``def count(model, torch):`` is handed the module: code there reads it as the function does
+            return module
         parent, _, child = module.rpartition(".")
         if parent and (parent, child) in self.existing_from_imports and self._bound_here(self.existing_from_imports[(parent, child)]):
             return self.existing_from_imports[(parent, child)]
@@ -371,6 +377,15 @@ class FileContext:
                 return module
         self.imports_needed[module] = ImportRequest(module, alias=alias)
         return wanted
+
+    def _bound_in_function(self, name: str) -> bool:
+        """Does the function being migrated bind ``name`` itself (a parameter, a local import)?"""
+        if not self.statement_stack:
+            return False
+        scope = self.qualified.scope_of(self.statement_stack[-1])
+        if scope is None or name not in scope:
+            return False
+        return any(not isinstance(a.scope, GlobalScope) for a in scope[name])
 
     def _bound_here(self, name: str) -> bool:
         """Is the module-level import binding ``name`` run before the statement being migrated? Always, inside
@@ -441,10 +456,16 @@ class FileContext:
 
     def _lazy_home(self, root: str) -> cst.CSTNode | None:
         """The innermost enclosing compound statement whose block itself imports ``root`` or a
-        legacy package: the place this code imports its heavy dependencies."""
-        for statement in reversed(self.statement_stack):
-            if is_shim(statement, self.legacy_prefixes, self.guard_names):
-                continue  # a guard imports what may be missing, not what is costly to import
+        legacy package: the place this code imports its heavy dependencies. A dual-stack guard at module
+        level (``if is_torch_xla_available(): import torch_xla``) is none: it runs at import time and imports
+        what may be missing, not what is costly to import; inside a function, a guard is such a place too."""
+        in_function = False
+        homes = []
+        for statement in self.statement_stack:
+            if in_function or not is_shim(statement, self.legacy_prefixes, self.guard_names):
+                homes.append(statement)
+            in_function = in_function or isinstance(statement, cst.FunctionDef)
+        for statement in reversed(homes):
             block = getattr(statement, "body", None)
             if isinstance(block, cst.IndentedBlock) and any(self._imports(s, root) for s in block.body):
                 return statement

@@ -468,6 +468,10 @@ class MigrationTransformer(cst.CSTTransformer):
         settings = [cst.parse_statement(key + "\n") for key in keys if key not in self.ctx.imports_needed]
         read = set().union(import_edits.names_read(result), *(import_edits.names_read(s) for s in settings))
         requests = [r for r in requests if import_edits.bound_by(r) in read]
+        if requests:
+            # names from a module the block already imports from join that line, as at module level
+            block, requests = import_edits.extend_from_imports(cst.Module(body=lines), requests)
+            lines = list(block.body)
         texts = [text for text in import_edits.import_lines(requests) if text not in present]
         new = [cst.parse_statement(text + "\n") for text in texts]
         for key in keys:

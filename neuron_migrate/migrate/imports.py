@@ -629,7 +629,7 @@ def add_imports(module: cst.Module, requests) -> cst.Module:
     that ``from ... import`` line; the rest go, sorted, after the file's leading import block."""
     if not requests:
         return module
-    module, remaining = _extend_from_imports(module, requests)
+    module, remaining = extend_from_imports(module, requests)
     statements = import_lines(remaining)
     if not statements:
         return module
@@ -753,7 +753,7 @@ def _statement(group) -> str:
     return f"from {group[0].module} import {', '.join(sorted(r.name for r in group))}"
 
 
-def _extend_from_imports(module: cst.Module, requests):
+def extend_from_imports(module: cst.Module, requests):
     """Append requested names to the file's own top-level ``from <module> import a, b`` lines."""
     wanted: dict[str, list[str]] = {}
     for request in requests:
