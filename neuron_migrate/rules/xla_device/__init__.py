@@ -7,6 +7,7 @@ strings and the ``torch_xla.runtime`` queries all map onto stock PyTorch.
 
 from __future__ import annotations
 
+from neuron_migrate.rules.xla_device.accelerate_xla_check import AccelerateXlaCheck
 from neuron_migrate.rules.xla_device.common import from_outside
 from neuron_migrate.rules.xla_device.initialize_cache_to_env import InitializeCacheToEnv
 from neuron_migrate.rules.xla_device.is_xla_tensor import IsXlaTensor
@@ -16,6 +17,7 @@ from neuron_migrate.rules.xla_device.xla_device_string import XlaDeviceString
 from neuron_migrate.rules.xla_device.xla_device_to_neuron import XlaDeviceToNeuron
 
 __all__ = [
+    "AccelerateXlaCheck",
     "InitializeCacheToEnv",
     "IsXlaTensor",
     "LegacyDeviceNameAccepted",
