@@ -205,7 +205,10 @@ class FileContext:
     legacy_prefixes: tuple[str, ...] = ()
     no_comments: bool = False
     cell: int | None = None
-    # --keep-dual-stack: code that only runs on the legacy stack stays, and gains a neuron branch
+    # dual-stack guards are kept (--keep-dual-stack, or their rule not selected): code under them is not migrated
+    # in place, it stays for the legacy stack (and gains a neuron branch with --keep-dual-stack)
+    guards_kept: bool = False
+    # --keep-dual-stack as the user asked it: rules that pair a legacy check with a neuron one read this
     keep_dual_stack: bool = False
     # the short names of the availability checks that make an ``if`` a dual-stack guard (is_torch_xla_available)
     guard_names: frozenset[str] = frozenset()
@@ -285,12 +288,12 @@ class FileContext:
         fallbacks: set[str] = set()
         nones: set[str] = set()
         _shim_names(self.module.body, self.legacy_prefixes, self.guard_names, flags, fallbacks, nones)
-        if not self.keep_dual_stack:
+        if not self.guards_kept:
             flags, fallbacks = set(), set()
         self.shim_flags = frozenset(flags)
         self.guard_fallbacks = frozenset(nones)
         for node, in_shim in _import_statements(self.module.body, self.legacy_prefixes, self.guard_names, ""):
-            in_shim = in_shim if self.keep_dual_stack else ""
+            in_shim = in_shim if self.guards_kept else ""
             for module, bound in _bindings(node):
                 if module.split(".")[0] not in self.roots:
                     continue

@@ -926,7 +926,8 @@ def migrate_python(
         legacy_prefixes=plan.legacy_prefixes,
         no_comments=no_comments,
         cell=cell,
-        keep_dual_stack=plan.guards_kept,
+        guards_kept=plan.guards_kept,
+        keep_dual_stack=plan.keep_dual_stack,
         guard_names=frozenset(plan.guard_names),
     )
     transformer = MigrationTransformer(ctx, plan)

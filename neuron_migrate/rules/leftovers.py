@@ -202,12 +202,12 @@ class CompatibilityShim(Rule):
             self.ctx.answered_by_enclosing_call()
 
     def _is_fallback(self, node) -> bool:
-        if self.ctx.keep_dual_stack or not isinstance(node, cst.Name) or node.value not in self.ctx.guard_fallbacks:
+        if self.ctx.guards_kept or not isinstance(node, cst.Name) or node.value not in self.ctx.guard_fallbacks:
             return False
         return any(legacy_module_named(q) for q in self.ctx.qualified_names(node))
 
     def availability_check(self, original: cst.Call, updated: cst.Call, qname: str):
-        if self.ctx.keep_dual_stack and not self.ctx.neuron_copy_depth:
+        if self.ctx.guards_kept and not self.ctx.neuron_copy_depth:
             return updated
         if _checks_xla_on_gpu(updated):
             self.ctx.manual(original, "checks for torch_xla on a GPU, not for a Trainium device: drop this branch")

@@ -294,13 +294,13 @@ class _LoaderScan(cst.CSTVisitor):
         self.moved: set[int] = set()  # id(Name) of every ``x.to``
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if self.ctx.keep_dual_stack and is_shim(node, self.ctx.legacy_prefixes, self.ctx.guard_names):
+        if self.ctx.guards_kept and is_shim(node, self.ctx.legacy_prefixes, self.ctx.guard_names):
             self.shim_depth += 1
         return super().on_visit(node)
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         super().on_leave(original_node)
-        if self.ctx.keep_dual_stack and is_shim(original_node, self.ctx.legacy_prefixes, self.ctx.guard_names):
+        if self.ctx.guards_kept and is_shim(original_node, self.ctx.legacy_prefixes, self.ctx.guard_names):
             self.shim_depth -= 1
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:

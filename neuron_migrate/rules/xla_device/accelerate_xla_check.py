@@ -62,11 +62,20 @@ class AccelerateXlaCheck(Rule):
     # Declared so that names imported from accelerate get resolved; the comparison around one is what is rewritten.
     references = {name: "enum_member" for name in XLA_TYPE}
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.paired: set[int] = set()  # id(comparison) already joined with its neuron check (--keep-dual-stack)
+
     def enum_member(self, original, updated, qname):
         return updated
 
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        # a rerun over ``(... == DistributedType.XLA or accelerator.device.type == "neuron")``
+        if isinstance(node.right, cst.Comparison) and '.device.type' in self.ctx.code(node.right):
+            self.paired.add(id(node.left))
+
     def leave_Comparison(self, original: cst.Comparison, updated: cst.Comparison):
-        if len(original.comparisons) != 1:
+        if len(original.comparisons) != 1 or id(original) in self.paired:
             return updated
         target = original.comparisons[0]
         if not isinstance(target.operator, (*_EQUAL, *_NOT_EQUAL)):
