@@ -80,7 +80,6 @@ ALONE_SAYS_OTHERWISE = {
     # and the call is a manual site.
     "rules/NM122/legacy_argument.before": "manual alone where the argument is migrated by another rule",
     "rules/NM125/all_reduce.before": "manual alone where the argument is migrated by another rule",
-    "rules/NM125/handed_torch_in_a_guard.before": "manual alone where the argument is migrated by another rule",
     # Whether a try guard's legacy import is still read depends on the rules that migrate the code under it:
     # alone, that code stays legacy, so the guard keeps its import (and says so) instead of the probe.
     **{
@@ -89,6 +88,7 @@ ALONE_SAYS_OTHERWISE = {
             "device_resolver",
             "fallback_in_expression",
             "flag_guarded",
+            "handed_torch_in_a_guard",
             "try_import",
             "try_import_used_unguarded",
             "two_probes",
