@@ -101,6 +101,10 @@ def _assigned(block, keep):
 
 def _blocks(stmt):
     """The statement blocks directly inside a compound statement (an ``elif`` counts as inside)."""
+    if isinstance(stmt, cst.Match):
+        for case in stmt.cases:
+            yield case.body
+        return
     yield stmt.body
     for handler in getattr(stmt, "handlers", ()):
         yield handler.body

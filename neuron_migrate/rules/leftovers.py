@@ -324,7 +324,8 @@ class LegacyAttributeCheck(Rule):
             "it guards never runs there."
         ),
         docs=(DOCS_NATIVE,),
-        triggers=(b"hasattr",),
+        # the module asked about is named in the file: `hasattr` alone would have every module parsed
+        triggers=(b"torch_neuronx", b"torch_xla", b"neuronx_distributed", b"optimum"),
         example=Example(
             before=(
                 "import torch_neuronx\n\n"
