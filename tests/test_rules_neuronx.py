@@ -277,3 +277,14 @@ def test_nxd_names_are_matched_whatever_the_import_path(qname, rule_id):
     from neuron_migrate.rules.neuronx_distributed import owner
 
     assert owner(qname)[0].meta.id == rule_id
+
+
+def test_files_beyond_the_repository_root_are_not_read(inference_project):
+    # A repository whose serve.py sits at its root: the compile script of another project next to
+    # it says nothing about what this one loads.
+    repo = inference_project / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (inference_project / "compile.py").write_text(COMPILE_SCRIPT.replace('"compiled", ', ""))
+    (repo / "serve.py").write_text(SERVE_SCRIPT.replace("compiled/", ""))
+    _rewrite(repo)
+    assert _todos(repo / "serve.py") == []

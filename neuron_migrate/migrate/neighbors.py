@@ -5,7 +5,8 @@ it wrote, and only the compile script says what that file holds. The files read 
 file's own folder and of the folder above, and of the folders directly inside either: a SageMaker
 ``code/inference.py`` sits below the notebook that compiled its model, a ``serve/app.py`` beside the
 ``compile/`` folder. The walk is bounded (folder depth, file count, file size) so that a file in a
-large repository costs a few directory listings, and it never enters tool or environment folders.
+large repository costs a few directory listings; it never enters tool or environment folders, and never
+goes above a repository's root or the folder the run started in (the projects next to it are not its own).
 
 A result that depends on these files must be cached with them: :func:`signature` is their names,
 sizes and modification times, which the content-hash cache adds to the key of such a file.
@@ -21,13 +22,20 @@ SUFFIXES = (".py", ".ipynb")
 MAX_FOLDERS = 100
 MAX_FILES = 300
 MAX_BYTES = 2_000_000  # what a reader of these files should read of one at most
+VCS_MARKERS = (".git", ".hg", ".svn")
+
+
+def _project_root(folder: str) -> bool:
+    """A folder the walk does not go above: a repository's root, or the folder the run started in."""
+    return any(os.path.exists(os.path.join(folder, name)) for name in VCS_MARKERS) or folder == os.getcwd()
 
 
 def _folders(path: str) -> list[str]:
-    """The file's folder, the one above, and the folders directly inside either, in a fixed order."""
+    """The file's folder, the one above (unless that is outside the project), and the folders directly
+    inside either, in a fixed order."""
     own = os.path.dirname(os.path.abspath(path))
     parent = os.path.dirname(own)
-    tops = [own] if parent == own else [own, parent]
+    tops = [own] if parent == own or _project_root(own) else [own, parent]
     out: list[str] = []
     for top in tops:
         if top not in out:
