@@ -160,3 +160,16 @@ def test_a_launch_script_misses_the_cache_when_the_script_it_launches_changes(pr
     (project / "train.py").write_text("import torch_xla\nfrom transformers import Trainer\n")
     second = {f.rule for f in check(project).findings if f.path == "run.sh"}
     assert "NM511" not in first and "NM511" in second
+
+
+def test_a_loading_script_misses_the_cache_when_a_file_around_it_changes(project):
+    # Whether serve.py loads a traced Neuron model is read from the script that saved the file, so
+    # the cached result of serve.py must not outlive an edit of that script.
+    (project / "serve.py").write_text('import torch\n\nmodel = torch.jit.load("model.pt")\n')
+    (project / "export.py").write_text("import torch\n")
+    first = {f.rule for f in check(project).findings if f.path == "serve.py"}
+    (project / "export.py").write_text(
+        'import torch\nimport torch_neuronx\n\ntorch.jit.save(torch_neuronx.trace(model, x), "model.pt")\n'
+    )
+    second = {f.rule for f in check(project).findings if f.path == "serve.py"}
+    assert "NM402" not in first and "NM402" in second

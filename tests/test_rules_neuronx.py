@@ -85,9 +85,106 @@ def test_saving_the_traced_model_is_left_to_a_human(migrate):
     source += 'restored = torch.jit.load("classifier_neuron.pt")\n'
     result = migrate(source)
     todos = [line for line in result.code.splitlines() if "TODO(neuron-migrate NM402)" in line]
-    # `build(...)` is not a name assigned from trace, so only the load (a neuron artifact) is marked
-    assert len(todos) == 1
-    assert "TORCH_NEURONX_NEFF_CACHE_DIR" in todos[0]
+    # TorchScript saved by a torch_neuronx script is what `build` traced; the load says where it read that
+    assert len(todos) == 2
+    assert "this saved the traced model" in todos[0] and "TORCH_NEURONX_NEFF_CACHE_DIR" in todos[0]
+    assert "(this file saves a traced model as `classifier_neuron.pt`)" in todos[1]
+
+
+# ----- a traced model saved by one script and loaded by another -----------------------------------
+
+COMPILE_SCRIPT = """import os
+
+import torch
+import torch_neuronx
+
+model = build_model().eval()
+traced = torch_neuronx.trace(model, torch.zeros(1, 128, dtype=torch.long))
+filename = os.path.join("compiled", "classifier.pt")
+torch.jit.save(traced, filename)
+"""
+SERVE_SCRIPT = """import torch
+
+MODEL = torch.jit.load("compiled/classifier.pt")
+STATS = torch.load("compiled/label_stats.pt")
+"""
+NOTEBOOK_CELLS = [
+    "import torch\nimport torch_neuronx\n",
+    "model_neuron = torch_neuronx.trace(model, example)\n",
+    "model_neuron.save('bert_compiled.pt')\n",
+    "!tar -czvf model.tar.gz bert_compiled.pt\n",
+]
+INFERENCE_SCRIPT = """import os
+
+import torch
+
+
+def model_fn(model_dir):
+    return torch.jit.load(os.path.join(model_dir, "bert_compiled.pt"))
+"""
+
+
+def _notebook(cells: list[str]) -> str:
+    import json
+
+    code = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": c} for c in cells]
+    return json.dumps({"cells": code, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1)
+
+
+@pytest.fixture
+def inference_project(tmp_path, monkeypatch):
+    """A compile script and a serving script side by side; a SageMaker notebook with its ``code/`` folder."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "compile.py").write_text(COMPILE_SCRIPT)
+    (tmp_path / "app" / "serve.py").write_text(SERVE_SCRIPT)
+    (tmp_path / "sagemaker" / "code").mkdir(parents=True)
+    (tmp_path / "sagemaker" / "deploy.ipynb").write_text(_notebook(NOTEBOOK_CELLS))
+    (tmp_path / "sagemaker" / "code" / "inference.py").write_text(INFERENCE_SCRIPT)
+    return tmp_path
+
+
+def _rewrite(project):
+    from neuron_migrate.config import load_config
+    from neuron_migrate.migrate import runner
+
+    return runner.run([project], load_config([project], jobs=1), mode="write")
+
+
+def _todos(path, rule="NM402") -> list[str]:
+    return [line.strip() for line in path.read_text().splitlines() if f"TODO(neuron-migrate {rule})" in line]
+
+
+def test_a_script_loading_what_its_neighbour_traced_is_marked_with_the_reason(inference_project):
+    _rewrite(inference_project)
+    (load,) = _todos(inference_project / "app" / "serve.py")
+    assert "(`compile.py` saves a traced model as `classifier.pt`)" in load
+    assert 'torch.compile it at start-up' in load
+    # the other file it loads was never traced: no marker
+    assert 'STATS = torch.load("compiled/label_stats.pt")' in (inference_project / "app" / "serve.py").read_text()
+    (save,) = _todos(inference_project / "app" / "compile.py")
+    assert "`torch.save(model.state_dict(), path)`" in save
+
+
+def test_a_sagemaker_entry_point_loading_what_its_notebook_traced_is_marked(inference_project):
+    _rewrite(inference_project)
+    (load,) = _todos(inference_project / "sagemaker" / "code" / "inference.py")
+    assert "(`../deploy.ipynb` saves a traced model as `bert_compiled.pt`)" in load
+    notebook = (inference_project / "sagemaker" / "deploy.ipynb").read_text()
+    assert "TODO(neuron-migrate NM402): this saved the traced model" in notebook
+
+
+def test_a_project_of_traced_artifacts_converges(inference_project):
+    first = _rewrite(inference_project)
+    assert {f.path for f in first.files if f.status == "changed"} >= {"app/serve.py", "sagemaker/code/inference.py"}
+    second = _rewrite(inference_project)
+    assert [f.path for f in second.files if f.status == "changed"] == []
+
+
+def test_a_loader_without_a_neighbour_that_traced_its_file_is_left_alone(inference_project):
+    (inference_project / "app" / "compile.py").write_text(COMPILE_SCRIPT.replace("classifier.pt", "other.pt"))
+    _rewrite(inference_project)
+    assert _todos(inference_project / "app" / "serve.py") == []
 
 
 def test_suppression_comment_keeps_the_trace_call(migrate):
@@ -180,3 +277,14 @@ def test_nxd_names_are_matched_whatever_the_import_path(qname, rule_id):
     from neuron_migrate.rules.neuronx_distributed import owner
 
     assert owner(qname)[0].meta.id == rule_id
+
+
+def test_files_beyond_the_repository_root_are_not_read(inference_project):
+    # A repository whose serve.py sits at its root: the compile script of another project next to
+    # it says nothing about what this one loads.
+    repo = inference_project / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (inference_project / "compile.py").write_text(COMPILE_SCRIPT.replace('"compiled", ', ""))
+    (repo / "serve.py").write_text(SERVE_SCRIPT.replace("compiled/", ""))
+    _rewrite(repo)
+    assert _todos(repo / "serve.py") == []

@@ -216,3 +216,36 @@ def test_a_helper_whose_own_helper_name_is_taken_says_which_name(migrate):
     assert "def print_training_update(" not in code
     assert code.count("# TODO(neuron-migrate NM172)") == 1
     assert "`write_to_summary` already means something else" in code
+
+
+def test_convert_to_cpu_copies_every_tensor_of_a_checkpoint_and_keeps_the_rest(migrate):
+    import torch
+
+    source = (
+        "import torch\n"
+        "import torch_xla.core.xla_model as xm\n\n"
+        "def snapshot(state, writes):\n"
+        "    return xm._maybe_convert_to_cpu(state, convert=writes)\n"
+    )
+    result = migrate(source)
+    assert "torch_xla" not in result.code
+    snapshot = _run(result.code)["snapshot"]
+    weight = torch.ones(2, 2)
+    state = {"model": {"weight": weight}, "optimizer": [torch.zeros(3), {"step": 7}], "epoch": 2, "name": "bert"}
+    copied = snapshot(state, True)
+    assert copied["epoch"] == 2 and copied["name"] == "bert" and copied["optimizer"][1] == {"step": 7}
+    assert copied["model"]["weight"].device.type == "cpu" and torch.equal(copied["model"]["weight"], weight)
+    assert copied is not state and copied["model"] is not state["model"]  # a new structure, as torch_xla made
+    assert snapshot(state, False) is state  # convert=False handed the data back as it was
+
+
+def test_torch_xla_version_checks_read_torch_s_version(migrate):
+    import torch
+
+    source = (
+        "from torch_xla import __version__\n\n"
+        'version_tuple = tuple(map(int, __version__.split(".")[:2]))\n'
+    )
+    result = migrate(source)
+    assert "torch_xla" not in result.code
+    assert _run(result.code)["version_tuple"] == tuple(map(int, torch.__version__.split(".")[:2]))

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from neuron_migrate import __version__
+from neuron_migrate.migrate import neighbors
 from neuron_migrate.migrate.prefilter import ANY_KIND
 from neuron_migrate.migrate.sources import Outcome
 from neuron_migrate.report.model import CHANGED, UNCHANGED, Finding, Span
@@ -207,3 +208,13 @@ def launched_sources(real_path: str, data: bytes) -> bytes:
         except (OSError, ValueError):
             continue
     return b"\0".join(parts)
+
+
+def related_sources(kind: str, real_path: str, data: bytes) -> bytes:
+    """What else, beside its own bytes, decides the outcome of a file of ``kind``: the Python files a
+    shell script, notebook or Dockerfile launches, and for Python code that loads a file (``load(``)
+    the files around it, one of which may say what that file holds (see ``migrate/neighbors.py``)."""
+    related = launched_sources(real_path, data) if kind in ("shell", "notebook", "dockerfile") else b""
+    if kind in ("python", "notebook") and b"load(" in data:
+        related += b"\0neighbors\0" + neighbors.signature(real_path)
+    return related

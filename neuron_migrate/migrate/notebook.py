@@ -10,7 +10,8 @@ any tool; findings carry that number and spans that count lines and columns insi
 - IPython syntax is set aside first: every ``!cmd``, ``%magic`` and ``obj?`` line becomes a
   placeholder line of the same indentation, restored afterwards. A ``%%magic`` cell is handled by
   what its body is: Python for ``%%time``/``%%capture``/..., shell for ``%%bash``/``%%sh``, a file of
-  its own for ``%%writefile``, and anything else (``%%html``...) is left alone.
+  its own for ``%%writefile`` (a Python file, a shell script, a requirements file: each migrated as
+  that file would be), and anything else (``%%html``...) is left alone.
 - ``!cmd``, ``%pip``, ``%env X=1`` (as ``export X=1``) and ``%%bash`` bodies go through the shell
   rules as one script in notebook order, since a variable set by ``%env`` stays set for every later
   command. Their markers become comment lines above the command.
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from json.decoder import scanstring
 from typing import TYPE_CHECKING
 
+from neuron_migrate.migrate.discover import REQUIREMENTS, kind_of
 from neuron_migrate.migrate.sources import InternalError, Outcome, SourceError, guarded
 from neuron_migrate.migrate.write import split_lines, unified_diff
 from neuron_migrate.report.model import CHANGED, MANUAL, UNCHANGED, Finding, Span
@@ -471,6 +473,8 @@ NAMESPACE = "namespace"  # Python that runs in the notebook's namespace
 SHELL_BODY = "shell body"  # %%bash / %%sh
 PYTHON_FILE = "python file"  # %%writefile x.py
 SHELL_FILE = "shell file"  # %%writefile x.sh
+REQUIREMENTS_FILE = "requirements file"  # %%writefile requirements.txt
+WRITTEN_FILES = (PYTHON_FILE, SHELL_FILE, REQUIREMENTS_FILE)
 UNTOUCHED = "untouched"  # %%html, %%javascript, ... and cells that do not parse
 
 
@@ -505,7 +509,7 @@ def classify(cell: Cell, names: Placeholders, numbers, notebook_path: str) -> Co
         if code.mode == NAMESPACE:
             head = Region(next(numbers), 0, 0, 1, HEADER, "")
             code.regions = [head, *find_regions(lines, 1, numbers)]
-        elif code.mode in (PYTHON_FILE, SHELL_FILE):
+        elif code.mode in WRITTEN_FILES:
             code.written_path = os.path.join(os.path.dirname(notebook_path), _written_file(arguments))
     if code.mode == NAMESPACE:
         code.masked, code.regions = mask_cell(lines, code.regions, names)
@@ -529,6 +533,8 @@ def _cell_magic_mode(magic: str, arguments: str) -> str:
             return PYTHON_FILE
         if target.endswith(_SHELL_FILE_SUFFIXES):
             return SHELL_FILE
+        if kind_of(target) == REQUIREMENTS:
+            return REQUIREMENTS_FILE
     return UNTOUCHED
 
 
@@ -569,6 +575,9 @@ def migrate_notebook(notebook: Notebook, path: str, plan: RulePlan, no_comments:
         if code.mode == PYTHON_FILE:
             _migrate_written_python(code, path, plan, no_comments, migration)
     _shell_pass(cells, names, path, plan, no_comments, migration)
+    for code in cells:
+        if code.mode == REQUIREMENTS_FILE:
+            _migrate_written_requirements(code, path, plan, no_comments, migration)
     for code in cells:
         source = _new_source(code, names)
         if source is not None and source != code.cell.source:
@@ -851,6 +860,19 @@ def _migrate_written_python(code: CodeCell, path: str, plan, no_comments: bool, 
         code.body = result.code
 
 
+def _migrate_written_requirements(code: CodeCell, path: str, plan, no_comments: bool, migration: Migration) -> None:
+    """``%%writefile requirements.txt``: the body is a requirements file, migrated as that file would be
+    (the notebook's own ``%pip`` lines go through the same package table in the shell pass)."""
+    from neuron_migrate.migrate.requirements import migrate_requirements_text
+
+    body = "".join(code.lines[1:])
+    text, findings = migrate_requirements_text(body, code.written_path, plan, no_comments)
+    for finding in findings:
+        migration.findings.append(_in_cell(finding, path, code.number, lambda n: n + 1))
+    if text != body:
+        code.body = text
+
+
 # ----- the shell pass -----------------------------------------------------------------------------
 
 
@@ -1053,7 +1075,7 @@ def _env_line(original: re.Match, name: str, value: str) -> str:
 
 
 def _new_source(code: CodeCell, names: Placeholders) -> str | None:
-    if code.mode in (SHELL_BODY, PYTHON_FILE, SHELL_FILE):
+    if code.mode == SHELL_BODY or code.mode in WRITTEN_FILES:
         if code.body is None:
             return None
         return _in_cell_newlines(code.cell.source, _keep_ending(code.lines[0], code.body, "".join(code.lines[1:])))

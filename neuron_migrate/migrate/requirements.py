@@ -37,8 +37,8 @@ class _BadFile(SourceError):
     """The file is not valid in its own format: reported, left untouched."""
 
 
-def _adapter(edit: Callable[[str, str, _FileEdit], str], cookie: bool = False):
-    """Wraps a text -> text edit into an adapter on the one outcome path (see sources.guarded)."""
+def _text_migration(edit: Callable[[str, str, _FileEdit], str]):
+    """A text -> text edit as ``migrate(text, path, plan, no_comments) -> (new text, findings)``."""
 
     def migrate(text: str, path: str, plan: RulePlan, no_comments: bool) -> tuple[str, list]:
         state = _FileEdit(path, plan, no_comments, text)
@@ -46,7 +46,12 @@ def _adapter(edit: Callable[[str, str, _FileEdit], str], cookie: bool = False):
         state.findings.sort(key=lambda f: (f.span.line, f.span.column))
         return new, state.findings
 
-    adapter = text_adapter(lambda data: decode_text(data, cookie), migrate)
+    return migrate
+
+
+def _adapter(edit: Callable[[str, str, _FileEdit], str], cookie: bool = False):
+    """Wraps a text -> text edit into an adapter on the one outcome path (see sources.guarded)."""
+    adapter = text_adapter(lambda data: decode_text(data, cookie), _text_migration(edit))
     adapter.__name__ = f"rewrite_{edit.__name__.lstrip('_')}"
     adapter.__doc__ = edit.__doc__
     return adapter
@@ -753,6 +758,8 @@ def _sentinel_line(lines: list[str], sentinel: str) -> tuple[int, str]:
 
 
 rewrite_requirements = _adapter(_requirements, cookie=True)
+# A requirements file's text, migrated where it is not a file of its own (a notebook's %%writefile cell).
+migrate_requirements_text = _text_migration(_requirements)
 rewrite_setup_cfg = _adapter(_setup_cfg)
 rewrite_conda_env = _adapter(_conda_env)
 rewrite_pyproject = _adapter(_pyproject)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from neuron_migrate import __version__
 from neuron_migrate.config import Config
 from neuron_migrate.migrate import parallel
-from neuron_migrate.migrate.cache import Cache, PlanSummary, launched_sources
+from neuron_migrate.migrate.cache import Cache, PlanSummary, related_sources
 from neuron_migrate.migrate.discover import SourceFile, discover
 from neuron_migrate.migrate.prefilter import KindPrefilter, words_by_file_kind
 from neuron_migrate.migrate.sources import ADAPTERS, Outcome
@@ -140,7 +140,7 @@ class _Results:
                 continue
             task = Task(index, path, source.kind, data, self.extra_ignores(source))
             if self.cache is not None:
-                related = launched_sources(str(source.real), data) if source.kind in ("shell", "notebook", "dockerfile") else b""
+                related = related_sources(source.kind, str(source.real), data)
                 self.keys[index] = self.cache.key(path, data, related, source.kind)
                 hit = self.cache.get(self.keys[index], need_diff=self.diffs)
                 if hit is not None:

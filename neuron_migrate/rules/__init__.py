@@ -25,6 +25,7 @@ FAMILIES = (
     "requirements",
     "notebooks",
     "dockerfiles",
+    "sagemaker",
 )
 
 # Modules (and single APIs) that exist only on the legacy stack: imports of them are removed once

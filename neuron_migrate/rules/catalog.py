@@ -22,7 +22,7 @@ FAMILIES = {
     "NM2": "optimum-neuron training",
     "NM3": "optimum-neuron inference and diffusers",
     "NM4": "torch-neuronx and neuronx-distributed",
-    "NM5": "environment variables, launch scripts, requirements, Dockerfiles and notebooks",
+    "NM5": "environment variables, launch scripts, requirements, Dockerfiles, notebooks and SageMaker jobs",
 }
 
 # RuleMeta.kind -> the language of its example's code fences ("text" for the others)

@@ -27,11 +27,11 @@ DOCS_NO_XLA_INFERENCE = (
 TRIGGERS = (b"torch_neuronx",)
 TRACE = frozenset({"torch_neuronx.trace", "torch_neuronx.xla_impl.trace.trace"})
 COMPILE_LATER = 'torch.compile(model.to("neuron").eval(), backend="neuron", fullgraph=True)'
-# What every marker about a saved or loaded traced model tells the reader to do instead.
-RECOMPILE = (
-    "TorchNeuron has no serialized compiled model: rebuild the model, `.to(\"neuron\")` and torch.compile it "
-    "at start-up; the NEFF cache (TORCH_NEURONX_NEFF_CACHE_DIR) keeps the compile work"
+# Traces whose result scripts save: torch_neuronx's, and neuronx_distributed's (NM431 marks the trace).
+NXD_TRACE = frozenset(
+    {"neuronx_distributed.trace.parallel_model_trace", "neuronx_distributed.trace.trace.parallel_model_trace"}
 )
+NEFF_CACHE = "the NEFF cache (TORCH_NEURONX_NEFF_CACHE_DIR) keeps the compile work"
 
 
 # ----- the legacy uses of a file, found once -----------------------------------------------------
@@ -134,16 +134,6 @@ class LegacyUseRule(Rule):
         raise NotImplementedError
 
 
-IMPORTS_TORCH_NEURONX = Fact(
-    "imports_torch_neuronx",
-    lambda ctx: bool(re.search(r"^\s*(?:import|from)\s+torch_neuronx\b", source_text(ctx), re.MULTILINE)),
-)
-
-
-def imports_torch_neuronx(ctx: FileContext) -> bool:
-    return ctx.fact(IMPORTS_TORCH_NEURONX)
-
-
 def one_line(node: cst.CSTNode, limit: int = 40) -> str | None:
     """The code of ``node`` when it is short enough to quote in a one-line marker."""
     text = code_of(node).strip()
@@ -207,27 +197,79 @@ def compiler_flags(arg: cst.Arg) -> str:
 # ----- NM402: saved and loaded traced models -------------------------------------------------------
 
 
+def save_step(module: str) -> str:
+    """The next step at a save of a traced model; ``module`` is the code of the module traced, if known."""
+    weights = f"`torch.save({module}.state_dict(), path)`" if module else "its state_dict with `torch.save`"
+    return (
+        f"this saved the traced model; TorchNeuron has no serialized compiled model: save the weights "
+        f"({weights}, or `save_pretrained` for a Hugging Face model) and torch.compile the rebuilt model "
+        f"where it is loaded; {NEFF_CACHE}"
+    )
+
+
+def load_step(evidence: str) -> str:
+    """The next step at a load of a traced model; ``evidence`` says why the file is one."""
+    return (
+        f"this loads a traced Neuron model ({evidence}), which TorchNeuron cannot run: build the model, load "
+        f'its weights (`load_state_dict` / `from_pretrained`), `.to("neuron")` and torch.compile it at '
+        f"start-up; {NEFF_CACHE}"
+    )
+
+
 class _TracedNames(cst.CSTVisitor):
-    """Code of every assignment target whose value is a ``torch_neuronx.trace`` call."""
+    """Code of every assignment target whose value is a trace, and the code of the module traced."""
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__()
         self.ctx = ctx
-        self.names: set[str] = set()
+        self.names: dict[str, str] = {}
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if self._is_trace(node.value):
-            self.names.update(code_of(target.target) for target in node.targets)
+        module = traced_module(self.ctx, node.value)
+        if module is not None:
+            self.names.update((code_of(target.target).strip(), module) for target in node.targets)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None and self._is_trace(node.value):
-            self.names.add(code_of(node.target))
-
-    def _is_trace(self, value: cst.BaseExpression) -> bool:
-        return isinstance(value, cst.Call) and bool(self.ctx.any_qualified_name(value.func, TRACE))
+        module = traced_module(self.ctx, node.value) if node.value is not None else None
+        if module is not None:
+            self.names[code_of(node.target).strip()] = module
 
 
-def _traced_names(ctx: FileContext) -> set[str]:
+def traced_module(ctx: FileContext, value: cst.BaseExpression) -> str | None:
+    """The code of the module ``value`` traces (``""`` when it does not say), or None when it is no
+    trace: ``torch_neuronx.trace(model, x)``, ``parallel_model_trace(...)``, an NxD ``builder.trace()`` or
+    ``builder.compile()`` in a file that imports neuronx_distributed, or what NM401 made of a trace,
+    ``torch.compile(model.to("neuron").eval(), backend="neuron")`` (a compiled module is no file either)."""
+    if not isinstance(value, cst.Call):
+        return None
+    is_trace = ctx.any_qualified_name(value.func, TRACE | NXD_TRACE) or _builder_trace(ctx, value)
+    if not is_trace and not _neuron_compile(ctx, value):
+        return None
+    first = value.args[0].value if value.args and value.args[0].keyword is None else None
+    while (
+        isinstance(first, cst.Call) and isinstance(first.func, cst.Attribute) and first.func.attr.value in ("eval", "to")
+    ):
+        first = first.func.value
+    return code_of(first).strip() if isinstance(first, (cst.Name, cst.Attribute)) else ""
+
+
+def _neuron_compile(ctx: FileContext, call: cst.Call) -> bool:
+    backend = next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == "backend"), None)
+    return literal(backend) == "neuron" and bool(ctx.any_qualified_name(call.func, {"torch.compile"}))
+
+
+def _builder_trace(ctx: FileContext, call: cst.Call) -> bool:
+    """``builder.trace(...)`` or ``builder.compile()`` on an NxD ModelBuilder, whose result scripts save
+    and load back (NM431 marks the builder itself)."""
+    return (
+        isinstance(call.func, cst.Attribute)
+        and call.func.attr.value in ("trace", "compile")
+        and not ctx.qualified_names(call.func)
+        and imports_neuron_package(ctx, "neuronx_distributed")
+    )
+
+
+def _traced_names(ctx: FileContext) -> dict[str, str]:
     finder = _TracedNames(ctx)
     ctx.module.visit(finder)
     return finder.names
@@ -236,8 +278,22 @@ def _traced_names(ctx: FileContext) -> set[str]:
 TRACED_NAMES = Fact("traced_names", _traced_names)
 
 
-def traced_names(ctx: FileContext) -> set[str]:
+def traced_names(ctx: FileContext) -> dict[str, str]:
+    """Code of each name or attribute a trace is assigned to -> the code of the module traced."""
     return ctx.fact(TRACED_NAMES)
+
+
+_IMPORTS = Fact(
+    "imported_neuron_packages",
+    lambda ctx: set(
+        re.findall(r"^\s*(?:import|from)\s+(torch_neuronx|neuronx_distributed)\b", source_text(ctx), re.MULTILINE)
+    ),
+)
+
+
+def imports_neuron_package(ctx: FileContext, package: str) -> bool:
+    """Whether the file imports ``package`` (torch_neuronx, neuronx_distributed), anywhere in it."""
+    return package in ctx.fact(_IMPORTS)
 
 
 # ----- NM407: data_parallel.device_count -> torch.neuron.device_count --------------------------------

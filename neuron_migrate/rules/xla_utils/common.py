@@ -15,9 +15,13 @@ DOCS_XLA_TEST_UTILS = "https://github.com/pytorch/xla/blob/master/torch_xla/test
 DOCS_TENSORBOARD = "https://docs.pytorch.org/docs/stable/tensorboard.html"
 DOCS_CHECKPOINT = "https://docs.pytorch.org/docs/stable/checkpoint.html"
 DOCS_SYNC_BATCH_NORM = "https://docs.pytorch.org/docs/stable/generated/torch.nn.SyncBatchNorm.html"
+DOCS_XLA_MODEL = "https://github.com/pytorch/xla/blob/master/torch_xla/core/xla_model.py"
+DOCS_PYTREE = "https://github.com/pytorch/pytorch/blob/main/torch/utils/_pytree.py"
+DOCS_XLA_RELEASES = "https://github.com/pytorch/xla/releases"
 SAMPLE_GENERATOR = "torch_xla.utils.utils.SampleGenerator"
 RATE_TRACKER = "torch_xla.core.xla_model.RateTracker"
 TEST_UTILS = "torch_xla.test.test_utils."
+CONVERT_TO_CPU = "torch_xla.core.xla_model._maybe_convert_to_cpu"
 
 
 @dataclass(frozen=True)
