@@ -161,3 +161,13 @@ def test_a_rewrite_that_would_read_a_name_it_did_not_bind_fails_the_file():
     # a name the original already read unbound in that scope (a notebook's `display`) is not the rewrite's doing
     read_before = source.replace("    run()", "    helper_of_the_rule()\n    run()")
     assert migrate_python(read_before, "t.py", plan).code.endswith("    helper_of_the_rule()\n    helper_of_the_rule()\n")
+
+
+def test_a_legacy_name_in_a_plain_string_does_not_keep_its_import(migrate):
+    source = 'import torch_xla\nimport torch_xla.core.xla_model as xm\n\nxm.mark_step()\nprint("torch_xla is gone")\n'
+    assert migrate(source).code == 'print("torch_xla is gone")\n'
+
+
+def test_a_legacy_name_listed_in_all_keeps_its_import(migrate):
+    source = 'from torch_xla.runtime import world_size\n\n__all__ = ["world_size"]\n'
+    assert migrate(source).code.startswith("from torch_xla.runtime import world_size\n")

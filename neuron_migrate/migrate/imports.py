@@ -26,6 +26,7 @@ class _UsedNames(cst.CSTVisitor):
         self.strings: set[str] = set()
         # Names something other than a module-level import binds: only these can shadow one.
         self.rebound: set[str] = set()
+        self.quoting = 0  # > 0 inside an annotation or an ``__all__`` assignment: strings there name names
 
     def visit_Import(self, node) -> bool:
         return False
@@ -43,18 +44,41 @@ class _UsedNames(cst.CSTVisitor):
         return False
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        # Names listed in __all__ or used in string annotations still count as uses.
+        # Names listed in __all__ or used in string annotations still count as uses; a name in any other
+        # string (``print("torch_xla ...")``) does not keep its import.
+        if not self.quoting:
+            return
         text = node.evaluated_value if isinstance(node.evaluated_value, str) else ""
         if text.isidentifier():
             self.strings.add(text)
+
+    def visit_Annotation(self, node: cst.Annotation) -> None:
+        self.quoting += 1
+
+    def leave_Annotation(self, original_node: cst.Annotation) -> None:
+        self.quoting -= 1
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if _sets_all(node.targets):
+            self.quoting += 1
+
+    def leave_Assign(self, original_node: cst.Assign) -> None:
+        if _sets_all(original_node.targets):
+            self.quoting -= 1
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._rebinds(node.target)
+        if _sets_all([node]):
+            self.quoting += 1
+
+    def leave_AugAssign(self, original_node: cst.AugAssign) -> None:
+        if _sets_all([original_node]):
+            self.quoting -= 1
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
         self._rebinds(node.target)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._rebinds(node.target)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self._rebinds(node.target)
 
     def visit_For(self, node: cst.For) -> None:
@@ -86,6 +110,10 @@ class _UsedNames(cst.CSTVisitor):
                 self._rebinds(element.value)
         elif isinstance(target, cst.StarredElement):
             self._rebinds(target.value)
+
+
+def _sets_all(targets) -> bool:
+    return any(isinstance(t.target, cst.Name) and t.target.value == "__all__" for t in targets)
 
 
 class _NameUses:
