@@ -18,6 +18,7 @@ from tiny import save_tiny_llama, word_tokenizer
 from neuron_migrate.rules.base import all_rules
 from neuron_migrate.rules.optimum_diffusers import PIPELINES, TENSOR_PARALLEL_DENOISER
 from neuron_migrate.rules.optimum_inference import TASK_MODELS
+from neuron_migrate.rules.optimum_inference.precompiled_hub_model import next_step, source_model
 from neuron_migrate.rules.tables.optimum_diffusers import MIXIN_TARGETS, MIXINS
 
 torch = pytest.importorskip("torch")
@@ -108,6 +109,28 @@ def test_sentence_transformer_takes_the_emitted_arguments():
     sentence_transformers = pytest.importorskip("sentence_transformers")
     params = inspect.signature(sentence_transformers.SentenceTransformer.__init__).parameters
     assert {"device", "model_kwargs", "cache_folder", "revision", "token", "trust_remote_code"} <= set(params)
+
+
+@pytest.mark.parametrize(
+    ("repository", "source"),
+    [
+        ("aws-neuron/Llama-2-7b-chat-hf-seqlen-2048-bs-2", "meta-llama/Llama-2-7b-chat-hf"),
+        ("aws-neuron/Llama-2-13b-chat-hf-neuron-latency", "meta-llama/Llama-2-13b-chat-hf"),
+        ("aws-neuron/CodeLlama-7b-hf-neuron-8xlarge", "codellama/CodeLlama-7b-hf"),
+        ("aws-neuron/Mistral-7B-Instruct-v0.2-seqlen-2048-bs-1-cores-2", "mistralai/Mistral-7B-Instruct-v0.2"),
+        ("aws-neuron/bge-base-en-v1-5-seqlen-384-bs-1", "BAAI/bge-base-en-v1.5"),
+        ("aws-neuron/stable-diffusion-xl-base-1-0-1024x1024", "stabilityai/stable-diffusion-xl-base-1.0"),
+        ("aws-neuron/Qwen3-8BSharded", "Qwen/Qwen3-8B"),
+        # the name does not say which model: a fine-tune, a family without its size, an unknown family
+        ("aws-neuron/hermes-mixtral-instruct-seqlen-4096-bs-4-optimum-0-0-23", None),
+        ("aws-neuron/mixtral-instruct-seqlen-4096-bs-4", None),
+        ("aws-neuron/support-bot-v3-neuron", None),
+    ],
+)
+def test_a_precompiled_repository_names_its_source_model_when_its_name_says_it(repository, source):
+    assert source_model(repository) == source
+    step = next_step(repository)
+    assert (f"`{source}` going by its name" in step) if source else step.endswith("(its model card names it)")
 
 
 # ----- migrated scripts, executed -------------------------------------------------------------

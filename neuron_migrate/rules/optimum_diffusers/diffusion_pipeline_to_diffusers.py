@@ -29,6 +29,7 @@ from neuron_migrate.rules.optimum_inference.common import (
     Load,
     NeuronLoaderRule,
     tensor_parallel_size,
+    model_argument,
     unresolved_review,
 )
 from neuron_migrate.rules.optimum_names import with_methods
@@ -160,7 +161,8 @@ class DiffusionPipelineToDiffusers(NeuronLoaderRule):
         parallel = self._tensor_parallel(settings, target, load, review, dropped, dtype_code)
         if parallel is not None:
             extra.append(new_keyword(parallel.component, parallel.variable))
-        review += [r for r in (unresolved_review(original, reading), settings.checkpoint_review()) if r]
+        checkpoint = settings.checkpoint_review(model_argument(original, reading))
+        review += [r for r in (unresolved_review(original, reading), checkpoint) if r]
 
         def rename(keyword: Keyword) -> str | None:
             if keyword.name not in passed:

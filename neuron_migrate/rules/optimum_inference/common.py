@@ -30,6 +30,7 @@ DOCS_NO_XLA_INFERENCE = (
 )
 DOCS_SENTENCE_TRANSFORMERS = "https://sbert.net/docs/package_reference/sentence_transformer/SentenceTransformer.html"
 OPTIMUM_TRIGGERS = (b"optimum",)
+PRECOMPILED_ORG = "aws-neuron/"  # the Hub organisation of the models optimum-neuron compiled
 # ----- what each legacy keyword of a loading call becomes --------------------------------------
 
 # The shapes the model was compiled for. They are not load arguments any more: the caller keeps
@@ -613,10 +614,23 @@ class ExportSettings:
             return dtype, f"weights now load in torch.{dtype} (auto_cast cast only matmuls): check accuracy"
         return dtype, ""
 
-    def checkpoint_review(self) -> str:
-        if self.export is True:
+    def checkpoint_review(self, model: cst.BaseExpression | None = None) -> str:
+        """The note that a load without export=True must name the original checkpoint ("" when it
+        exports, or names an aws-neuron repository: NM309 marks that one with its source model)."""
+        repository = literal(model, single_token=True) if model is not None else None
+        if self.export is True or (isinstance(repository, str) and repository.startswith(PRECOMPILED_ORG)):
             return ""
         return "this must be the original checkpoint: a Neuron-compiled one (*.neuron files) cannot be loaded"
+
+
+def model_argument(call: cst.Call, reading: Reading) -> cst.BaseExpression | None:
+    """The model id a loading call names: its first positional argument, or the keyword for it."""
+    if reading.positional:
+        return call.args[reading.positional[0]].value
+    for name in ("pretrained_model_name_or_path", "model_id", "model_name_or_path", "model"):
+        if name in reading.keywords and not reading.keywords[name].source:
+            return reading.keywords[name].value
+    return None
 
 
 def tensor_parallel_size(keyword: Keyword | None):
@@ -862,8 +876,8 @@ class TransformersModelRule(NeuronLoaderRule):
             migration.review.append(torchrun_review(cores))
         for review in (self.shapes_review(settings.shapes), unresolved_review(original, reading)):
             migration.review += [review] if review else []
-        if settings.checkpoint_review():
-            migration.review.append(settings.checkpoint_review())
+        checkpoint = settings.checkpoint_review(model_argument(original, reading))
+        migration.review += [checkpoint] if checkpoint else []
 
         def rename(keyword: Keyword) -> str | None:
             if keyword.name not in passed:
