@@ -906,6 +906,7 @@ def _shell_pass(cells, names, path, plan, no_comments: bool, migration: Migratio
         return
     from neuron_migrate.migrate.shell import migrate_shell_text
 
+    python = _python_of(cells)
     if fragments:
         script_lines: list[str] = []
         starts = []
@@ -914,7 +915,7 @@ def _shell_pass(cells, names, path, plan, no_comments: bool, migration: Migratio
             starts.append(len(script_lines) + 1)
             script_lines.extend(fragment.lines)
         script = "\n".join(script_lines) + "\n"
-        result = migrate_shell_text(script, path, plan, no_comments=no_comments, cell=None)
+        result = migrate_shell_text(script, path, plan, no_comments=no_comments, cell=None, python=python)
         outputs = _split_script(result.text, len(fragments), names)
         dropped: set[int] = set()
         for number, (fragment, output) in enumerate(zip(fragments, outputs)):
@@ -928,11 +929,23 @@ def _shell_pass(cells, names, path, plan, no_comments: bool, migration: Migratio
     for code in files:
         body = "".join(code.lines[1:])
         # a script file of its own, not notebook lines: the shell rules see it as one
-        result = migrate_shell_text(body, code.written_path, plan, no_comments=no_comments)
+        result = migrate_shell_text(body, code.written_path, plan, no_comments=no_comments, python=python)
         for finding in result.findings:
             migration.findings.append(_in_cell(finding, path, code.number, lambda n: n + 1))
         if result.text != body:
             code.body = result.text
+
+
+def _python_of(cells: list[CodeCell]) -> str:
+    """The notebook's Python as written: its code cells (IPython lines masked) and the Python files
+    its cells write, in order."""
+    parts = []
+    for code in cells:
+        if code.mode == NAMESPACE and not code.set_aside:
+            parts.append("".join(code.masked))
+        elif code.mode == PYTHON_FILE:
+            parts.append("".join(code.lines[1:]))
+    return "\n".join(parts)
 
 
 def _split_script(text: str, count: int, names: Placeholders) -> list[list[str]]:
