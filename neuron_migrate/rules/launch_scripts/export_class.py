@@ -176,6 +176,8 @@ OPTIMUM_CLASSES = {
 }
 FACTORY_MODEL_ARGUMENT = {"pipeline": (1, "model"), "SentenceTransformer": (0, "model_name_or_path")}
 MODEL_KEYWORDS = ("pretrained_model_name_or_path", "model_id", "model_name_or_path")
+# What a SageMaker inference handler loads: the model it was deployed with, an export's output packaged.
+MODEL_FN = "model_fn(model_dir)"
 # How far from the script the project's code is read.
 MAX_FILES = 200
 MAX_DEPTH = 2
@@ -325,7 +327,7 @@ def code_loader(sources: list[tuple[str, str]], wanted: dict[str, str]) -> Found
     """The class the project's code (where it is, its code) loads one of ``wanted`` (normalised path
     or id -> how the marker names it) with: the first loading call whose model argument is one of them."""
     for where, code in sources:
-        if not any(key.rsplit("/", 1)[-1] in code for key in wanted):
+        if not any(key.rsplit("/", 1)[-1].removesuffix("(model_dir)") in code for key in wanted):
             continue
         for loader, value, written in _loading_calls(code):
             key = _normalised(value)
@@ -348,6 +350,7 @@ def _loading_calls(code: str) -> list[tuple[Loader, str, str]]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     imports, strings = _bindings(tree)
+    handed = _handed_model_dirs(tree)
     found = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
@@ -355,10 +358,21 @@ def _loading_calls(code: str) -> list[tuple[Loader, str, str]]:
         loader, argument, written = _loader_call(node, imports)
         if loader is None or argument is None:
             continue
-        value = _string(argument, strings)
+        value = MODEL_FN if id(argument) in handed else _string(argument, strings)
         if value is not None:
             found.append((loader, value, written))
     return found
+
+
+def _handed_model_dirs(tree: ast.Module) -> set[int]:
+    """id of every use of a SageMaker ``model_fn(model_dir)`` handler's parameter inside it: the
+    folder SageMaker unpacks the model into (an export's output, packaged)."""
+    uses: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == "model_fn" and node.args.args:
+            name = node.args.args[0].arg
+            uses.update(id(n) for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == name)
+    return uses
 
 
 def _bindings(tree: ast.Module) -> tuple[dict[str, tuple[str, str]], dict[str, ast.expr | None]]:
@@ -461,6 +475,9 @@ def export_loader(
         found = code_loader(sources, {_normalised(output): output})
         if found is not None:
             return found
+    found = code_loader(sources, {MODEL_FN: "the deployed model in its SageMaker model_fn"})
+    if found is not None:
+        return found
     folder = _local_folder(model, script_path)
     if folder is not None:
         found = local_loader(folder)
@@ -489,21 +506,29 @@ def _local_folder(model: str, script_path: str) -> str | None:
 
 def expand_placeholders(word: str, code: str) -> str:
     """``{NAME}`` in a notebook's ``!`` line, which IPython fills with the Python variable: the string
-    the notebook's code assigns once to NAME (the word as it is when one is not that)."""
+    or number the notebook's code assigns once to NAME (the word as it is when one is not that)."""
     if "{" not in word:
         return word
-    strings = _module_strings(code)
+    values = _module_values(code)
     names = re.findall(r"\{(\w+)\}", word)
-    if not names or any(not isinstance(strings.get(name), str) for name in names):
+    if not names or any(values.get(name) is None for name in names):
         return word
-    return re.sub(r"\{(\w+)\}", lambda match: strings[match.group(1)], word)
+    return re.sub(r"\{(\w+)\}", lambda match: values[match.group(1)], word)
 
 
 @lru_cache(maxsize=8)
-def _module_strings(code: str) -> dict[str, str | None]:
+def _module_values(code: str) -> dict[str, str | None]:
+    """Names the code assigns once to a string or a number -> that value as IPython writes it."""
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
     _, values = _bindings(tree)
-    return {name: _string(value, values) if value is not None else None for name, value in values.items()}
+    found: dict[str, str | None] = {}
+    for name, value in values.items():
+        hops = 3
+        while isinstance(value, ast.Name) and values.get(value.id) is not None and hops:
+            value, hops = values[value.id], hops - 1
+        plain = isinstance(value, ast.Constant) and isinstance(value.value, (str, int, float))
+        found[name] = str(value.value) if plain and not isinstance(value.value, bool) else None
+    return found

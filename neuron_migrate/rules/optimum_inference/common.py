@@ -502,9 +502,34 @@ class LoaderIndex:
     def _index_methods(self) -> None:
         by_target = {load.target: load for load in self.loads.values() if load.target}
         for call in self.scan.method_calls:
-            load = by_target.get(code_of(call.func.value))
+            receiver = call.func.value
+            if isinstance(receiver, cst.Name):
+                load = self._held_by(receiver, by_target.get(receiver.value))
+            else:
+                load = by_target.get(code_of(receiver))
             if load is not None:
                 self.methods[id(call)] = load
+
+    def _held_by(self, name: cst.Name, default: Load | None) -> Load | None:
+        """The load whose result ``name`` holds where it is read: that of the last assignment to it
+        above, in its own scope (``model`` may hold a stock model before or after); ``default`` when
+        no assignment is above (a name the scope reads from outside)."""
+        if default is None:
+            return None
+        if self._scopes is None:
+            self._scopes = self.ctx.wrapper.resolve(ScopeProvider)
+        scope = self._scopes.get(name)
+        line = self.ctx.span(name).line
+        above = [
+            (self.ctx.span(target).line, value_id)
+            for value_id, target in self.scan.target_of.items()
+            if isinstance(target, cst.Name) and target.value == name.value and self._scopes.get(target) is scope
+            and self.ctx.span(target).line < line
+        ]
+        if not above:
+            return default
+        load = self.loads.get(max(above)[1])
+        return load if load is not None and load.target == name.value else None
 
     def _index_neuron_configs(self) -> dict[int, tuple[Load | None, str | None]]:
         """id(``x.neuron_config[.field]``) -> (the migrated load that assigned ``x`` or None, field)."""
