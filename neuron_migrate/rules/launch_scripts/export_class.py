@@ -498,7 +498,9 @@ def _spelled_out(value: str) -> bool:
 
 
 def _local_folder(model: str, script_path: str) -> str | None:
-    if not _spelled_out(model):
+    """The folder ``--model`` names on this machine: an absolute path, or one relative to the script's
+    folder (a script read from stdin has none)."""
+    if not _spelled_out(model) or not (os.path.isabs(model) or os.path.isfile(script_path)):
         return None
     path = model if os.path.isabs(model) else os.path.join(os.path.dirname(os.path.abspath(script_path)), model)
     return path if os.path.isdir(path) else None

@@ -28,8 +28,8 @@ from neuron_migrate.rules.optimum_inference.common import (
     Keyword,
     Load,
     NeuronLoaderRule,
-    tensor_parallel_size,
     model_argument,
+    tensor_parallel_size,
     unresolved_review,
 )
 from neuron_migrate.rules.optimum_names import with_methods
@@ -60,6 +60,8 @@ def _assignment(variable: str, func: str, args: list[str], width: int = 100) -> 
 
 
 class _Effects(cst.CSTVisitor):
+    """Finds a call or another expression that does something when it is evaluated."""
+
     def __init__(self) -> None:
         super().__init__()
         self.found = False
@@ -231,15 +233,9 @@ class DiffusionPipelineToDiffusers(NeuronLoaderRule):
         return ShardedLoad(component, variable, before)
 
     def _model_id(self, load: Load) -> str | None:
-        """The code of the model id, when reading it twice is harmless (a name, an attribute, a string)."""
-        reading = load.reading
-        if reading.positional:
-            value = load.call.args[reading.positional[0]].value
-        elif "pretrained_model_name_or_path" in reading.keywords:
-            value = reading.keywords["pretrained_model_name_or_path"].value
-        else:
-            return None
-        return code_of(value) if _reads_twice(value) else None
+        """The code of the model id, when reading it twice is harmless (no call in it)."""
+        value = model_argument(load.call, load.reading)
+        return code_of(value) if value is not None and _reads_twice(value) else None
 
     def _process_group(self, review: list[str], size: str) -> str:
         """The statements that start the process group before the sharded load ("" when the file

@@ -9,14 +9,14 @@ from neuron_migrate.rules.base import REVIEW, Edit, Example, RuleMeta, register
 from neuron_migrate.rules.calls import new_keyword
 from neuron_migrate.rules.optimum_inference.common import (
     CAUSAL_LM,
-    INPUT_SHAPES,
-    TENSOR_PARALLEL,
     DOCS_HF_INFERENCE,
     DOCS_NO_XLA_INFERENCE,
     DOCS_STATIC_CACHE,
+    INPUT_SHAPES,
     LOADER_REGISTRY,
     OPTIMUM_TRIGGERS,
     STATIC_CACHE,
+    TENSOR_PARALLEL,
     VLLM,
     Keyword,
     Load,
@@ -113,6 +113,7 @@ class CausalLMToTransformers(TransformersModelRule):
         once in this file): it migrates as ``from_pretrained(model_id, export=True, **those)`` does."""
         method = load.qname.rsplit(".", 1)[1]
         if method != "export":
+            # a get_neuron_config call loads no model: it only feeds an export
             load.migrates = load.migrates and method == "from_pretrained"
             return
         load.migrates = False
@@ -198,8 +199,14 @@ class CausalLMToTransformers(TransformersModelRule):
         return updated
 
     def unread_export(self, original: cst.Call, updated: cst.Call):
-        """An export whose get_neuron_config settings cannot be read here."""
-        self.ahead_of_time(original, ", distributed_config=DistributedConfig(tp_size=<its tensor_parallel_size>)")
+        """An export whose neuron config this file does not make: the TODO has the load to write."""
+        config = "distributed_config=DistributedConfig(tp_size=<its tensor_parallel_size>)"
+        load = f"AutoModelForCausalLM.from_pretrained({_model_id(original)}, {config})"
+        step = (
+            f"nothing is exported ahead of time now: load with `{load}`; launch with torchrun --nproc-per-node <that "
+            f"size>; generate with {STATIC_CACHE}, batch and sequence length as the neuron config had them"
+        )
+        self.ctx.manual(original, step, fix=f'model = {load}\nmodel.generation_config.cache_implementation = "static"')
         return updated
 
     def static_cache_plan(self, load: Load) -> str:
@@ -225,18 +232,6 @@ class CausalLMToTransformers(TransformersModelRule):
         static = with_args(updated, [*updated.args, new_keyword("cache_implementation", '"static"')])
         note = "generate() uses a static KV cache: fixed shapes, one compiled graph per length"
         return Edit(static, message=note, safe=True)
-
-    def ahead_of_time(self, original: cst.Call, parallel: str = "") -> None:
-        """The TODO of an ahead-of-time call whose settings cannot be read: the load to write instead."""
-        model_id = _model_id(original)
-        placement = parallel or ', device_map="neuron"'
-        load = f"AutoModelForCausalLM.from_pretrained({model_id}{placement})"
-        steps = [f"nothing is exported ahead of time now: load with `{load}`"]
-        if parallel:
-            steps.append("launch with torchrun --nproc-per-node <that size>")
-        steps.append(f"generate with {STATIC_CACHE}, batch and sequence length as the neuron config had them")
-        fix = f'model = {load}\nmodel.generation_config.cache_implementation = "static"'
-        self.ctx.manual(original, "; ".join(steps), fix=fix)
 
 
 def _model_id(call: cst.Call) -> str:
