@@ -18,6 +18,7 @@ from tiny import save_tiny_llama, word_tokenizer
 from neuron_migrate.rules.base import all_rules
 from neuron_migrate.rules.optimum_diffusers import PIPELINES, TENSOR_PARALLEL_DENOISER
 from neuron_migrate.rules.optimum_inference import TASK_MODELS
+from neuron_migrate.rules.optimum_inference.precompiled_hub_model import next_step, source_model
 from neuron_migrate.rules.tables.optimum_diffusers import MIXIN_TARGETS, MIXINS
 
 torch = pytest.importorskip("torch")
@@ -81,7 +82,9 @@ def test_diffusers_replacements_exist():
         assert hasattr(diffusers, target) or hasattr(diffusers.loaders, target), target
     config = diffusers.ParallelConfig(tensor_parallel_config=diffusers.TensorParallelConfig(tp_degree=2))
     assert config.tensor_parallel_config.tp_degree == 2
-    assert "config" in inspect.signature(diffusers.ModelMixin.enable_parallelism).parameters
+    # a model loads sharded: its from_pretrained reads parallel_config; a pipeline's does not
+    assert 'kwargs.pop(\n            "parallel_config"' in inspect.getsource(diffusers.ModelMixin.from_pretrained)
+    assert "parallel_config" not in inspect.getsource(diffusers.DiffusionPipeline.from_pretrained)
     for name in ("load_lora_weights", "set_adapters", "load_ip_adapter", "set_ip_adapter_scale"):
         assert hasattr(diffusers.StableDiffusionXLPipeline, name), name
 
@@ -93,8 +96,9 @@ def _denoiser(pipeline_class, component):
 
 def test_only_denoisers_with_a_tensor_parallel_plan_are_sharded():
     diffusers = pytest.importorskip("diffusers")
-    for pipeline, component in TENSOR_PARALLEL_DENOISER.items():
+    for pipeline, (component, model_class) in TENSOR_PARALLEL_DENOISER.items():
         model = _denoiser(getattr(diffusers, pipeline), component)
+        assert model is getattr(diffusers, model_class), f"{pipeline}.{component} is a {model.__name__}"
         assert getattr(model, "_tp_plan", None), f"{pipeline}.{component} has no tensor-parallel plan"
     for pipeline, component in (("StableDiffusionPipeline", "unet"), ("PixArtSigmaPipeline", "transformer")):
         assert pipeline not in TENSOR_PARALLEL_DENOISER
@@ -105,6 +109,28 @@ def test_sentence_transformer_takes_the_emitted_arguments():
     sentence_transformers = pytest.importorskip("sentence_transformers")
     params = inspect.signature(sentence_transformers.SentenceTransformer.__init__).parameters
     assert {"device", "model_kwargs", "cache_folder", "revision", "token", "trust_remote_code"} <= set(params)
+
+
+@pytest.mark.parametrize(
+    ("repository", "source"),
+    [
+        ("aws-neuron/Llama-2-7b-chat-hf-seqlen-2048-bs-2", "meta-llama/Llama-2-7b-chat-hf"),
+        ("aws-neuron/Llama-2-13b-chat-hf-neuron-latency", "meta-llama/Llama-2-13b-chat-hf"),
+        ("aws-neuron/CodeLlama-7b-hf-neuron-8xlarge", "codellama/CodeLlama-7b-hf"),
+        ("aws-neuron/Mistral-7B-Instruct-v0.2-seqlen-2048-bs-1-cores-2", "mistralai/Mistral-7B-Instruct-v0.2"),
+        ("aws-neuron/bge-base-en-v1-5-seqlen-384-bs-1", "BAAI/bge-base-en-v1.5"),
+        ("aws-neuron/stable-diffusion-xl-base-1-0-1024x1024", "stabilityai/stable-diffusion-xl-base-1.0"),
+        ("aws-neuron/Qwen3-8BSharded", "Qwen/Qwen3-8B"),
+        # the name does not say which model: a fine-tune, a family without its size, an unknown family
+        ("aws-neuron/hermes-mixtral-instruct-seqlen-4096-bs-4-optimum-0-0-23", None),
+        ("aws-neuron/mixtral-instruct-seqlen-4096-bs-4", None),
+        ("aws-neuron/support-bot-v3-neuron", None),
+    ],
+)
+def test_a_precompiled_repository_names_its_source_model_when_its_name_says_it(repository, source):
+    assert source_model(repository) == source
+    step = next_step(repository)
+    assert (f"`{source}` going by its name" in step) if source else step.endswith("(its model card names it)")
 
 
 # ----- migrated scripts, executed -------------------------------------------------------------
@@ -276,7 +302,7 @@ def test_migrated_diffusion_pipeline_loads_and_runs_on_the_device(
     assert images.shape == (1, 16, 16, 3)
 
 
-def test_flux_tensor_parallel_shards_the_transformer_after_loading(migrate):
+def test_flux_tensor_parallel_loads_the_transformer_sharded_once_the_ranks_joined(migrate):
     pytest.importorskip("diffusers")
     result = migrate(
         textwrap.dedent(
@@ -287,12 +313,130 @@ def test_flux_tensor_parallel_shards_the_transformer_after_loading(migrate):
             """
         )
     )
-    lines = result.code.splitlines()
-    load = next(i for i, line in enumerate(lines) if line.startswith("pipe = FluxPipeline.from_pretrained("))
-    assert lines[load].endswith('.to("neuron")')
-    assert lines[load + 1] == (
-        "pipe.transformer.enable_parallelism(config=ParallelConfig(tensor_parallel_config="
-        "TensorParallelConfig(tp_degree=4)))"
+    code = result.code
+    init = code.index('dist.init_process_group("neuron")')
+    bind = code.index('torch.accelerator.set_device_index(int(os.environ["LOCAL_RANK"]))')
+    shard = code.index("pipe_transformer = FluxTransformer2DModel.from_pretrained(")
+    load = code.index("pipe = FluxPipeline.from_pretrained(")
+    assert bind < init < shard < load
+    assert "parallel_config=ParallelConfig(tensor_parallel_config=TensorParallelConfig(tp_degree=4))" in code
+    assert 'subfolder="transformer"' in code[shard:load] and "transformer=pipe_transformer" in code[load:]
+    assert "enable_parallelism" not in code
+    assert "torchrun --nproc-per-node 4" in code
+
+
+# ----- tensor parallelism, run on two emulated ranks --------------------------------------------
+
+EXPORT_SCRIPT = """
+import sys
+
+import torch
+from optimum.neuron import NeuronModelForCausalLM
+
+checkpoint = sys.argv[1]
+neuron_config = NeuronModelForCausalLM.get_neuron_config(
+    checkpoint, batch_size=1, sequence_length=64, tensor_parallel_size=2
+)
+model = NeuronModelForCausalLM.export(checkpoint, neuron_config=neuron_config, load_weights=True)
+prompt = torch.tensor([[1, 5, 9, 12]])
+tokens = model.generate(prompt.to("neuron"), max_new_tokens=4, do_sample=False)
+weight = model.model.layers[0].self_attn.q_proj.weight
+print("RESULT", tokens.tolist(), type(weight).__name__, weight.device.type, flush=True)
+"""
+FLUX_SCRIPT = """
+import sys
+
+import torch
+from optimum.neuron import NeuronFluxPipeline
+
+pipe = NeuronFluxPipeline.from_pretrained(
+    sys.argv[1], export=True, tensor_parallel_size=2, torch_dtype=torch.float32, batch_size=1, height=16, width=16
+)
+images = pipe(
+    "a photo of a cat", height=16, width=16, num_inference_steps=2, max_sequence_length=16, output_type="np",
+    generator=torch.Generator().manual_seed(0),
+).images
+weight = pipe.transformer.transformer_blocks[0].attn.to_q.weight
+print("RESULT", round(float(images.sum()), 4), type(weight).__name__, pipe.vae.device.type, flush=True)
+"""
+
+
+def _rewritten(tmp_path, source: str):
+    from test_emulator_programs import _env
+
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(source))
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "neuron_migrate", "rewrite", "-q", str(script)], env=_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    code = script.read_text()
+    assert "optimum" not in code and "TODO(neuron-migrate" not in code, code
+    return script, code
+
+
+def _results(proc) -> list[str]:
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    return [line.split(" ", 1)[1] for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+
+
+@pytest.mark.slow
+def test_migrated_export_shards_over_two_ranks_and_generates_what_the_cpu_generates(tmp_path, llama_dir):
+    from test_emulator_programs import _emulate
+
+    script, code = _rewritten(tmp_path, EXPORT_SCRIPT)
+    assert "distributed_config=DistributedConfig(tp_size=2)" in code and "get_neuron_config" not in code
+    ranks = _results(_emulate(["--nproc", "2", str(script), llama_dir], cwd=tmp_path, timeout=300))
+    model = transformers.AutoModelForCausalLM.from_pretrained(llama_dir)
+    expected = model.generate(torch.tensor([[1, 5, 9, 12]]), max_new_tokens=4, do_sample=False).tolist()
+    assert ranks == [f"{expected} DTensor neuron"] * 2
+
+
+@pytest.fixture(scope="module")
+def flux_dir(tmp_path_factory):
+    diffusers = pytest.importorskip("diffusers")
+    from transformers import CLIPTextConfig, CLIPTextModel, T5Config, T5EncoderModel
+
+    torch.manual_seed(0)
+    transformer = diffusers.FluxTransformer2DModel(
+        patch_size=1, in_channels=4, num_layers=1, num_single_layers=1, attention_head_dim=16, num_attention_heads=2,
+        joint_attention_dim=32, pooled_projection_dim=32, axes_dims_rope=[4, 4, 8],
     )
-    assert "from diffusers import FluxPipeline, ParallelConfig, TensorParallelConfig" in result.code
-    assert "torchrun --nproc-per-node 4" in result.code
+    vae = diffusers.AutoencoderKL(
+        sample_size=32, in_channels=3, out_channels=3, block_out_channels=(4,), layers_per_block=1, latent_channels=1,
+        norm_num_groups=1, use_quant_conv=False, use_post_quant_conv=False, shift_factor=0.0609, scaling_factor=1.5035,
+    )
+    clip = CLIPTextModel(
+        CLIPTextConfig(
+            bos_token_id=0, eos_token_id=2, pad_token_id=1, hidden_size=32, intermediate_size=37, num_attention_heads=4,
+            num_hidden_layers=1, vocab_size=16, max_position_embeddings=77, projection_dim=32,
+        )
+    )
+    t5 = T5EncoderModel(T5Config(vocab_size=16, d_model=32, d_kv=8, d_ff=37, num_layers=1, num_heads=4))
+    words = ["a", "photo", "of", "cat"]
+    pipe = diffusers.FluxPipeline(
+        scheduler=diffusers.FlowMatchEulerDiscreteScheduler(), vae=vae, text_encoder=clip,
+        tokenizer=word_tokenizer(words, model_max_length=77), text_encoder_2=t5,
+        tokenizer_2=word_tokenizer(words, model_max_length=77), transformer=transformer,
+    )
+    folder = tmp_path_factory.mktemp("flux")
+    pipe.save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.mark.slow
+def test_migrated_flux_pipeline_shards_its_transformer_over_two_ranks(tmp_path, flux_dir):
+    from test_emulator_programs import _emulate
+
+    diffusers = pytest.importorskip("diffusers")
+    script, code = _rewritten(tmp_path, FLUX_SCRIPT)
+    assert "parallel_config=ParallelConfig(tensor_parallel_config=TensorParallelConfig(tp_degree=2))" in code
+    ranks = _results(_emulate(["--nproc", "2", str(script), flux_dir], cwd=tmp_path, timeout=300))
+    pipe = diffusers.FluxPipeline.from_pretrained(flux_dir, dtype=torch.float32)
+    images = pipe(
+        "a photo of a cat", height=16, width=16, num_inference_steps=2, max_sequence_length=16, output_type="np",
+        generator=torch.Generator().manual_seed(0),
+    ).images
+    assert ranks == [f"{round(float(images.sum()), 4)} DTensor neuron"] * 2

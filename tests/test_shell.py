@@ -479,6 +479,62 @@ def test_optimum_inference_launch_script(examples, plan):
     assert f"export {ASYNC_LOAD}=1\npython generate.py" in text
 
 
+def _export_todo(text: str) -> str:
+    return re.search(r"# TODO\(neuron-migrate NM514\): (.*)\n", text).group(1)
+
+
+def test_the_export_class_comes_from_the_project_code_that_loads_the_exported_folder(tmp_path, plan):
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "images.py").write_text(
+        "import optimum.neuron as on\n\nFOLDER = 'exported/sdxl'\npath = FOLDER\n"
+        "pipe = on.NeuronStableDiffusionXLPipeline.from_pretrained(path)\n"
+    )
+    script = tmp_path / "compile.sh"
+    script.write_text("optimum-cli export neuron --model acme/house-style --batch_size 1 ./exported/sdxl/\n")
+    todo = _export_todo(shell(script.read_text(), plan, path=str(script)))
+    assert todo.split("; ")[0].endswith(
+        'StableDiffusionXLPipeline.from_pretrained("acme/house-style").to("neuron") '
+        "(app/images.py loads ./exported/sdxl/ with NeuronStableDiffusionXLPipeline)"
+    )
+    assert "vLLM" not in todo
+    # Read from stdin there is no project to read: nothing says which class it is.
+    assert "with the class of its task" in _export_todo(shell(script.read_text(), plan, path="-"))
+
+
+def test_the_export_class_comes_from_a_local_model_s_own_files(tmp_path, plan):
+    (tmp_path / "pipe").mkdir()
+    (tmp_path / "pipe" / "model_index.json").write_text('{"_class_name": "FluxPipeline"}')
+    (tmp_path / "encoder").mkdir()
+    (tmp_path / "encoder" / "modules.json").write_text("[]")
+    script = tmp_path / "compile.sh"
+    script.write_text(
+        "optimum-cli export neuron --model pipe --tensor_parallel_size 4 pipe_neuron/\n"
+        "optimum-cli export neuron --model encoder --sequence_length 64 encoder_neuron/\n"
+    )
+    text = shell(script.read_text(), plan, path=str(script))
+    flux, encoder = re.findall(r"# TODO\(neuron-migrate NM514\): (.*)\n", text)
+    assert 'FluxPipeline.from_pretrained("pipe").to("neuron") with transformer=FluxTransformer2DModel' in flux
+    assert "tp_degree=4" in flux and "its model_index.json names FluxPipeline" in flux
+    assert 'SentenceTransformer("encoder", device="neuron") (it is a sentence-transformers model)' in encoder
+
+
+def test_every_class_an_export_can_become_is_in_the_installed_libraries():
+    diffusers = pytest.importorskip("diffusers")
+    transformers = pytest.importorskip("transformers")
+    from neuron_migrate.rules.launch_scripts import export_class as ec
+
+    loaders = [*ec.TASK_LOADERS.values(), *ec.OPTIMUM_CLASSES.values(), *(found for _, found in ec.NAMED_FAMILIES)]
+    libraries = {ec.TRANSFORMERS: transformers, ec.DIFFUSERS: diffusers}
+    for loader in loaders:
+        library = libraries.get(loader.library)
+        names = [loader.name, loader.alternative.split(" ")[0]] if loader.alternative else [loader.name]
+        for name in names:
+            assert name == "SentenceTransformer" or hasattr(library, name), (loader.library, name)
+    assert all(target in ec.TASK_LOADERS for target in ec.TASK_SYNONYMS.values())
+    for _, auto in ec.ARCHITECTURE_ENDINGS:
+        assert hasattr(transformers, auto), auto
+
+
 def test_the_pipeline_rewrites_shell_scripts(examples):
     report = run([examples / "xla-training"], load_config([examples]), mode="write")
     status = {f.path.rsplit("/", 1)[-1]: f.status for f in report.files}

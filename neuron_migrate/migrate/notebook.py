@@ -674,9 +674,9 @@ def _build_module(cells: list[CodeCell], keep_alive: set[str], names: Placeholde
     # above a statement of the module's own.
     parts.append(names.end + "\n")
     if keep_alive:
-        # Names that set-aside code (magics, cells that do not parse) still uses, as strings: they
-        # keep the imports of those names, which the import cleanup counts as used.
-        parts.append("".join(f"{json.dumps(name)}\n" for name in sorted(keep_alive)))
+        # Names that set-aside code (magics, cells that do not parse) still uses, listed as a module's
+        # exports: they keep the imports of those names, which the import cleanup counts as used.
+        parts.append(f"__all__ = {json.dumps(sorted(keep_alive))}\n")
     return "".join(parts), layout
 
 
@@ -930,6 +930,7 @@ def _shell_pass(cells, names, path, plan, no_comments: bool, migration: Migratio
         return
     from neuron_migrate.migrate.shell import migrate_shell_text
 
+    python = _python_of(cells)
     if fragments:
         script_lines: list[str] = []
         starts = []
@@ -938,7 +939,7 @@ def _shell_pass(cells, names, path, plan, no_comments: bool, migration: Migratio
             starts.append(len(script_lines) + 1)
             script_lines.extend(fragment.lines)
         script = "\n".join(script_lines) + "\n"
-        result = migrate_shell_text(script, path, plan, no_comments=no_comments, cell=None)
+        result = migrate_shell_text(script, path, plan, no_comments=no_comments, cell=None, python=python)
         outputs = _split_script(result.text, len(fragments), names)
         dropped: set[int] = set()
         for number, (fragment, output) in enumerate(zip(fragments, outputs)):
@@ -952,11 +953,23 @@ def _shell_pass(cells, names, path, plan, no_comments: bool, migration: Migratio
     for code in files:
         body = "".join(code.lines[1:])
         # a script file of its own, not notebook lines: the shell rules see it as one
-        result = migrate_shell_text(body, code.written_path, plan, no_comments=no_comments)
+        result = migrate_shell_text(body, code.written_path, plan, no_comments=no_comments, python=python)
         for finding in result.findings:
             migration.findings.append(_in_cell(finding, path, code.number, lambda n: n + 1))
         if result.text != body:
             code.body = result.text
+
+
+def _python_of(cells: list[CodeCell]) -> str:
+    """The notebook's Python as written: its code cells (IPython lines masked) and the Python files
+    its cells write, in order."""
+    parts = []
+    for code in cells:
+        if code.mode == NAMESPACE and not code.set_aside:
+            parts.append("".join(code.masked))
+        elif code.mode == PYTHON_FILE:
+            parts.append("".join(code.lines[1:]))
+    return "\n".join(parts)
 
 
 def _split_script(text: str, count: int, names: Placeholders) -> list[list[str]]:

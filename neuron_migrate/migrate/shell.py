@@ -501,9 +501,12 @@ class Reference:
 class ShellScript:
     """A shell text, cut into line groups and parsed group by group (see the module docstring)."""
 
-    def __init__(self, text: str, path: str) -> None:
+    def __init__(self, text: str, path: str, python: str = "") -> None:
         self.text = text
         self.path = path
+        # The Python that runs next to these commands (a notebook's code cells): what rules may read
+        # to know what the commands' outputs are for.
+        self.python = python
         self.layout = scan(text)
         self.commands: list[Command] = []
         self.arrays: list[Array] = []
@@ -1199,16 +1202,16 @@ class ShellResult:
 
 
 def migrate_shell_text(
-    text: str, path: str, plan: RulePlan, *, no_comments: bool = False, cell: int | None = None
+    text: str, path: str, plan: RulePlan, *, no_comments: bool = False, cell: int | None = None, python: str = ""
 ) -> ShellResult:
     """Migrate one shell text (a script, a notebook ``%%bash`` cell or a ``!`` line).
 
     Findings' lines are relative to ``text`` and carry ``cell``. What bashlex cannot parse is left
     alone. Marker comments and an added ``export`` are whole lines of their own, so the result may
-    have more lines than ``text``.
+    have more lines than ``text``. ``python`` is the code that runs next to it (a notebook's cells).
     """
     apply_rules = hooks_for("shell")
-    script = ShellScript(text, path)
+    script = ShellScript(text, path, python)
     edits = ShellEdits(script, {rule.meta.id for rule in plan.index.rules}, no_comments, cell)
     apply_rules(script, edits, plan)
     return ShellResult(edits.apply(), edits.findings)

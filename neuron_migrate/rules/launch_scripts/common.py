@@ -532,32 +532,6 @@ def _number(flag: NeuronFlag) -> float | None:
 
 # ----- optimum-cli and xla_dist -----------------------------------------------------------------------------
 
-# `optimum-cli export neuron --task T`: the class that loads the checkpoint instead.
-TASK_CLASSES = {
-    "text-generation": "AutoModelForCausalLM",
-    "text2text-generation": "AutoModelForSeq2SeqLM",
-    "text-classification": "AutoModelForSequenceClassification",
-    "token-classification": "AutoModelForTokenClassification",
-    "question-answering": "AutoModelForQuestionAnswering",
-    "fill-mask": "AutoModelForMaskedLM",
-    "multiple-choice": "AutoModelForMultipleChoice",
-    "feature-extraction": "AutoModel",
-    "sentence-similarity": "AutoModel",
-    "image-classification": "AutoModelForImageClassification",
-    "automatic-speech-recognition": "AutoModelForSpeechSeq2Seq",
-    "audio-classification": "AutoModelForAudioClassification",
-}
-DIFFUSION_TASKS = frozenset({"text-to-image", "image-to-image", "inpaint", "stable-diffusion", "stable-diffusion-xl"})
-DTYPES = {"bf16": "torch.bfloat16", "fp16": "torch.float16", "tf32": "torch.float32", "fp32": "torch.float32"}
-# `optimum-cli export neuron` options that take no value.
-EXPORT_SWITCHES = frozenset(
-    {
-        "--dynamic-batch-size", "--dynamic_batch_size", "--disable_neuron_cache", "--disable-neuron-cache",
-        "--disable-fast-relayout", "--disable_fast_relayout", "--disable-fallback", "--disable_fallback",
-        "--trust-remote-code", "--trust_remote_code", "--inline-weights-neff", "--inline_weights_neff",
-        "--output_attentions", "--output_hidden_states", "--do-validation", "--do_validation",
-    }
-)  # fmt: skip
 # `optimum-cli neuron SUBCOMMAND` -> the TorchNeuron counterpart.
 NEURON_SUBCOMMANDS = {
     "cache": (
@@ -586,55 +560,6 @@ def _option(words: list[str], *names: str) -> str | None:
     return None
 
 
-def export_replacement(words: list[str]) -> str:
-    """The TODO for ``optimum-cli export neuron ...``: the one Python line that replaces it."""
-    model = _option(words, "--model", "-m") or "MODEL"
-    task = _option(words, "--task")
-    dtype = DTYPES.get((_option(words, "--auto_cast_type", "--auto-cast-type") or "").lower())
-    cores = _option(words, "--tensor_parallel_size", "--tensor-parallel-size", "--num_cores", "--num-cores")
-    length = _option(words, "--sequence_length", "--sequence-length")
-    output = _export_output(words)
-    if task in DIFFUSION_TASKS:
-        load = f'diffusers.DiffusionPipeline.from_pretrained("{model}"{", torch_dtype=" + dtype if dtype else ""}).to("neuron")'
-    else:
-        kwargs = [f'"{model}"']
-        if cores and cores != "1":
-            kwargs.append(f"distributed_config=DistributedConfig(tp_size={cores})")
-        else:
-            kwargs.append('device_map="neuron"')
-        if dtype:
-            kwargs.append(f"dtype={dtype}")
-        load = f"{TASK_CLASSES.get(task or '', 'AutoModelForCausalLM')}.from_pretrained({', '.join(kwargs)})"
-        if cores and cores != "1":
-            load += f" under torchrun --nproc_per_node {cores}"
-    parts = [
-        "no ahead-of-time export on TorchNeuron: delete this step and load the checkpoint where it is used: " + load,
-        "it compiles on first call and the NEFF cache (TORCH_NEURONX_NEFF_CACHE_DIR) keeps the result",
-    ]
-    if length:
-        parts.append(f"pad inputs to {length} tokens to keep one compiled shape")
-    if output:
-        parts.append(f"code that loads {output} should load {model} instead")
-    parts.append("to serve an LLM use vLLM Neuron")
-    return "; ".join(parts)
-
-
-def _export_output(words: list[str]) -> str | None:
-    last = words[-1] if len(words) > 3 else ""
-    before = words[-2] if len(words) > 4 else ""
-    if (
-        not last
-        or last.startswith("-")
-        or (before.startswith("-") and "=" not in before and before not in EXPORT_SWITCHES)
-    ):
-        return None
-    return last
-
-
-_EXPORT_EXAMPLE = (
-    "optimum-cli export neuron --model meta-llama/Llama-3.2-1B --batch_size 1 --sequence_length 512 "
-    "--auto_cast_type bf16 llama-neuron/"
-)
 _XLA_DIST_STEP = (
     "xla_dist is gone: launch the script with torchrun --nnodes N --nproc_per_node P (one process per NeuronCore) "
     "on every node; xla_dist's own options have no counterpart"

@@ -33,11 +33,13 @@ PIPELINES = {
 PIPELINE_TARGETS = {
     qname: target for name, target in PIPELINES.items() for qname in optimum_names(name, "modeling_diffusion")
 }
-# Pipelines whose denoiser diffusers can shard (its model class has a tensor-parallel plan): the component.
+# Pipelines whose denoiser diffusers can shard (its model class has a tensor-parallel plan): the
+# component and its model class, which from_pretrained(parallel_config=...) loads sharded (diffusers 0.42;
+# the pipeline's own from_pretrained takes no parallel_config).
 TENSOR_PARALLEL_DENOISER = {
-    "FluxPipeline": "transformer",
-    "FluxKontextPipeline": "transformer",
-    "FluxInpaintPipeline": "transformer",
+    "FluxPipeline": ("transformer", "FluxTransformer2DModel"),
+    "FluxKontextPipeline": ("transformer", "FluxTransformer2DModel"),
+    "FluxInpaintPipeline": ("transformer", "FluxTransformer2DModel"),
 }
 # Export arguments that compiled adapters into the pipeline: what each becomes in diffusers' own API.
 ADAPTERS = {

@@ -22,6 +22,7 @@ from neuron_migrate.rules.optimum_inference.compiled_model_save import CompiledM
 from neuron_migrate.rules.optimum_inference.compiled_model_settings import CompiledModelSettings
 from neuron_migrate.rules.optimum_inference.inputs_to_model_device import InputsToModelDevice
 from neuron_migrate.rules.optimum_inference.pipeline_to_transformers import PipelineToTransformers
+from neuron_migrate.rules.optimum_inference.precompiled_hub_model import PrecompiledHubModel
 from neuron_migrate.rules.optimum_inference.sentence_transformers_to_stock import SentenceTransformersToStock
 from neuron_migrate.rules.optimum_inference.task_model_to_transformers import TaskModelToTransformers
 
@@ -32,6 +33,7 @@ __all__ = [
     "CompiledModelSettings",
     "InputsToModelDevice",
     "PipelineToTransformers",
+    "PrecompiledHubModel",
     "SentenceTransformersToStock",
     "TASK_MODELS",
     "TaskModelToTransformers",

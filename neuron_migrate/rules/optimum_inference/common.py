@@ -30,6 +30,7 @@ DOCS_NO_XLA_INFERENCE = (
 )
 DOCS_SENTENCE_TRANSFORMERS = "https://sbert.net/docs/package_reference/sentence_transformer/SentenceTransformer.html"
 OPTIMUM_TRIGGERS = (b"optimum",)
+PRECOMPILED_ORG = "aws-neuron/"  # the Hub organisation of the models optimum-neuron compiled
 # ----- what each legacy keyword of a loading call becomes --------------------------------------
 
 # The shapes the model was compiled for. They are not load arguments any more: the caller keeps
@@ -271,6 +272,13 @@ LOADER_INDEX: Fact[LoaderIndex] = Fact("optimum_loader_index", lambda ctx: Loade
 # Methods of a loaded model that these rules look at.
 WATCHED_METHODS = ("generate", "save_pretrained", "push_to_hub")
 NEURON_CONFIG = "neuron_config"  # the compiled model's export settings
+INIT = "init_process_group"
+INIT_PROCESS_GROUP = frozenset({f"torch.distributed.{INIT}", f"torch.distributed.distributed_c10d.{INIT}"})
+
+
+def _callee_name(call: cst.Call) -> str:
+    func = call.func
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
 
 
 class _LoaderScan(cst.CSTVisitor):
@@ -281,10 +289,11 @@ class _LoaderScan(cst.CSTVisitor):
         self.ctx = ctx
         self.loaders = loaders
         self.shim_depth = 0
-        self.loads: list[tuple[cst.Call, NeuronLoaderRule]] = []
+        self.loads: list[tuple[cst.Call, NeuronLoaderRule, str]] = []
         self.line_of: dict[int, cst.SimpleStatementLine] = {}  # id(call that is a line's whole value) -> line
         self.target_of: dict[int, cst.BaseExpression] = {}  # id(assigned call) -> its single target
         self.dicts: dict[int, tuple[cst.SimpleStatementLine, dict]] = {}  # id(target Name) -> (line, pairs)
+        self.values: dict[int, tuple[cst.SimpleStatementLine, cst.BaseExpression]] = {}  # id(target Name) -> both
         self.method_calls: list[cst.Call] = []
         # ``x.neuron_config.field`` (field) and bare ``x.neuron_config`` (None), outermost node first
         self.neuron_configs: list[tuple[cst.Attribute, str | None]] = []
@@ -320,6 +329,8 @@ class _LoaderScan(cst.CSTVisitor):
             self.tensor_sources.add(id(target))
         if isinstance(target, (cst.Name, cst.Attribute)):
             self.target_of[id(small.value)] = target
+            if isinstance(target, cst.Name):
+                self.values[id(target)] = (node, small.value)
             pairs = dict_literal(small.value) if isinstance(target, cst.Name) else None
             if pairs is not None:
                 self.dicts[id(target)] = (node, pairs)
@@ -343,7 +354,7 @@ class _LoaderScan(cst.CSTVisitor):
         for qname in self.ctx.qualified_names(node.func):
             rule = self.loaders.get(qname)
             if rule is not None:
-                self.loads.append((node, rule))
+                self.loads.append((node, rule, qname))
                 return
         if isinstance(node.func, cst.Attribute) and node.func.attr.value in WATCHED_METHODS:
             self.method_calls.append(node)
@@ -359,6 +370,11 @@ class Load:
     migrates: bool
     target: str = ""  # code of the variable it is assigned to
     line: cst.SimpleStatementLine | None = None  # the line it is the whole value of
+    qname: str = ""  # the loading function it calls
+    # Another load whose settings this one takes (an export's get_neuron_config), and the variable
+    # that carried them ("" when the call is written in place).
+    linked: Load | None = None
+    linked_through: str = ""
 
 
 class LoaderIndex:
@@ -373,44 +389,61 @@ class LoaderIndex:
         self.scan = scan
         self._scopes = None
         self.loads: dict[int, Load] = {}
-        self.deleted_dicts: dict[int, tuple[NeuronLoaderRule, str]] = {}  # id(dict line) -> (rule, name)
+        # id(line) -> (rule, what the deletion says): assignments that only fed migrated calls
+        self.deleted_lines: dict[int, tuple[NeuronLoaderRule, str]] = {}
         self.kept_dicts: set[str] = set()  # dicts read by a migrated call and still used elsewhere
         self.methods: dict[int, Load] = {}  # id(method call on a loaded model) -> its load
-        consumed: set[int] = set()  # id(Name) of spreads a migrated call drops
-        dict_uses: dict[int, tuple[str, set[int]]] = {}  # id(dict target) -> (name, id of every use)
-        for call, rule in scan.loads:
-            spreads: dict[int, int] = {}  # id(spread Name) -> id(dict target)
+        self.consumed: set[int] = set()  # id(Name) of every use a migrated call drops
+        self._uses: dict[int, tuple[str, set[int]]] = {}  # id(assigned Name) -> (name, id of every use)
+        spread_names: dict[int, dict[int, int]] = {}  # id(call) -> id(spread Name) -> id(dict target)
+        for call, rule, qname in scan.loads:
+            spreads: dict[int, int] = {}
+            spread_names[id(call)] = spreads
 
             def resolve(expr, spreads=spreads):
-                target = self._literal_dict(expr, dict_uses)
-                if target is None:
+                target = self.assigned_name(expr)
+                if target is None or id(target) not in scan.dicts:
                     return None
                 spreads[id(expr)] = id(target)
                 return target.value, scan.dicts[id(target)][1]
 
             reading = read_call(call, resolve)
-            migrates = reading is not None and rule.migrates(reading) and not self._is_suppressed(rule, call)
+            migrates = reading is not None and rule.migrates(reading) and not self.is_suppressed(rule, call)
             target = scan.target_of.get(id(call))
             target_code = code_of(target) if target is not None else ""
-            load = Load(call, rule, reading, migrates, target_code, scan.line_of.get(id(call)))
-            self.loads[id(call)] = load
-            if migrates:
-                consumed.update(spreads)
-        for target_id, (name, uses) in dict_uses.items():
+            self.loads[id(call)] = Load(
+                call, rule, reading, migrates, target_code, scan.line_of.get(id(call)), qname
+            )
+        self._deletions: list[tuple[cst.Name, cst.SimpleStatementLine, NeuronLoaderRule, str]] = []
+        for load in list(self.loads.values()):
+            load.rule.link(load, self)
+        for target, line, rule, message in self._deletions:
+            if self.only_read_by(target, self.consumed):
+                self.deleted_lines[id(line)] = (rule, message)
+        for load in self.loads.values():
+            if load.migrates:
+                self.consumed.update(spread_names[id(load.call)])
+                if load.linked is not None:
+                    self.consumed.update(spread_names[id(load.linked.call)])
+        for target_id, (name, uses) in self._uses.items():
+            if target_id not in scan.dicts:
+                continue
             line = scan.dicts[target_id][0]
             read_by = [load for load in self.loads.values() if load.migrates and self._reads(load, name)]
             if not read_by:
                 continue
-            if uses <= consumed:
-                self.deleted_dicts[id(line)] = (read_by[0].rule, name)
+            if uses <= self.consumed:
+                removed = f"`{name}` removed: the loading call it fed now passes what it still needs"
+                self.deleted_lines[id(line)] = (read_by[0].rule, removed)
             else:
                 self.kept_dicts.add(name)
         self._index_methods()
         self.neuron_configs = self._index_neuron_configs()
 
-    def _literal_dict(self, expr: cst.BaseExpression, dict_uses) -> cst.Name | None:
-        """The target of the one literal-dict assignment ``expr`` (a name) refers to, if it is one."""
-        if not isinstance(expr, cst.Name) or not self.scan.dicts:
+    def assigned_name(self, expr: cst.BaseExpression) -> cst.Name | None:
+        """The target of the one assignment ``expr`` (a name) refers to, when it is a plain
+        ``name = value`` line of this file; its uses are noted for :meth:`only_read_by`."""
+        if not isinstance(expr, cst.Name) or not self.scan.values:
             return None
         if self._scopes is None:
             self._scopes = self.ctx.wrapper.resolve(ScopeProvider)
@@ -421,11 +454,25 @@ class LoaderIndex:
         if len(assignments) != 1:
             return None
         target = getattr(assignments[0], "node", None)
-        if id(target) not in self.scan.dicts:
+        if id(target) not in self.scan.values:
             return None
         uses = {id(access.node) for access in assignments[0].references}
-        dict_uses[id(target)] = (target.value, uses)
+        self._uses[id(target)] = (target.value, uses)
         return target
+
+    def delete_when_consumed(self, target: cst.Name, line, rule: NeuronLoaderRule, message: str) -> None:
+        """Delete ``line`` (which assigns ``target``) if migrated calls consume every use of it."""
+        self._deletions.append((target, line, rule, message))
+
+    def only_read_by(self, target: cst.Name, readers: set[int]) -> bool:
+        """Whether every use of the variable ``target`` assigns is one of ``readers`` (id of Names)."""
+        found = self._uses.get(id(target))
+        return found is not None and found[1] <= readers
+
+    def starts_process_group(self) -> bool:
+        """Whether the file calls ``torch.distributed.init_process_group`` itself."""
+        names = self.ctx.qualified_names
+        return any(names(call.func) & INIT_PROCESS_GROUP for call in self.scan.calls if _callee_name(call) == INIT)
 
     def cpu_tensors(self, name: cst.Name) -> bool:
         """Whether ``name`` is only ever bound to a ``return_tensors="pt"`` result that nothing moves."""
@@ -443,9 +490,10 @@ class LoaderIndex:
 
     @staticmethod
     def _reads(load: Load, name: str) -> bool:
-        return load.reading is not None and name in load.reading.spreads.values()
+        readings = [load.reading, load.linked.reading if load.linked is not None else None]
+        return any(reading is not None and name in reading.spreads.values() for reading in readings)
 
-    def _is_suppressed(self, rule: NeuronLoaderRule, call: cst.Call) -> bool:
+    def is_suppressed(self, rule: NeuronLoaderRule, call: cst.Call) -> bool:
         if not self.ctx.reporter.has_suppressions:
             return False
         span = self.ctx.span(call)
@@ -454,9 +502,34 @@ class LoaderIndex:
     def _index_methods(self) -> None:
         by_target = {load.target: load for load in self.loads.values() if load.target}
         for call in self.scan.method_calls:
-            load = by_target.get(code_of(call.func.value))
+            receiver = call.func.value
+            if isinstance(receiver, cst.Name):
+                load = self._held_by(receiver, by_target.get(receiver.value))
+            else:
+                load = by_target.get(code_of(receiver))
             if load is not None:
                 self.methods[id(call)] = load
+
+    def _held_by(self, name: cst.Name, default: Load | None) -> Load | None:
+        """The load whose result ``name`` holds where it is read: that of the last assignment to it
+        above, in its own scope (``model`` may hold a stock model before or after); ``default`` when
+        no assignment is above (a name the scope reads from outside)."""
+        if default is None:
+            return None
+        if self._scopes is None:
+            self._scopes = self.ctx.wrapper.resolve(ScopeProvider)
+        scope = self._scopes.get(name)
+        line = self.ctx.span(name).line
+        above = [
+            (self.ctx.span(target).line, value_id)
+            for value_id, target in self.scan.target_of.items()
+            if isinstance(target, cst.Name) and target.value == name.value and self._scopes.get(target) is scope
+            and self.ctx.span(target).line < line
+        ]
+        if not above:
+            return default
+        load = self.loads.get(max(above)[1])
+        return load if load is not None and load.target == name.value else None
 
     def _index_neuron_configs(self) -> dict[int, tuple[Load | None, str | None]]:
         """id(``x.neuron_config[.field]``) -> (the migrated load that assigned ``x`` or None, field)."""
@@ -566,10 +639,23 @@ class ExportSettings:
             return dtype, f"weights now load in torch.{dtype} (auto_cast cast only matmuls): check accuracy"
         return dtype, ""
 
-    def checkpoint_review(self) -> str:
-        if self.export is True:
+    def checkpoint_review(self, model: cst.BaseExpression | None = None) -> str:
+        """The note that a load without export=True must name the original checkpoint ("" when it
+        exports, or names an aws-neuron repository: NM309 marks that one with its source model)."""
+        repository = literal(model, single_token=True) if model is not None else None
+        if self.export is True or (isinstance(repository, str) and repository.startswith(PRECOMPILED_ORG)):
             return ""
         return "this must be the original checkpoint: a Neuron-compiled one (*.neuron files) cannot be loaded"
+
+
+def model_argument(call: cst.Call, reading: Reading) -> cst.BaseExpression | None:
+    """The model id a loading call names: its first positional argument, or the keyword for it."""
+    if reading.positional:
+        return call.args[reading.positional[0]].value
+    for name in ("pretrained_model_name_or_path", "model_id", "model_name_or_path", "model"):
+        if name in reading.keywords and not reading.keywords[name].source:
+            return reading.keywords[name].value
+    return None
 
 
 def tensor_parallel_size(keyword: Keyword | None):
@@ -657,9 +743,9 @@ class NeuronLoaderRule(Rule):
         super().__init__(ctx)
         self.contexts: dict[int, str] = {}
         self.annotation_depth = 0
-        # id(original line) -> (statement to add after it, what it does): set by a call handler,
+        # id(original line) -> (statements to add before it, after it, what they do): set by a call handler,
         # added when the line is left so that the line keeps every other rule's edits.
-        self.follow_ups: dict[int, tuple[str, str]] = {}
+        self.follow_ups: dict[int, tuple[str, str, str]] = {}
 
     def visit_Module(self, node: cst.Module) -> None:
         registry = self.ctx.fact(LOADER_REGISTRY)
@@ -678,25 +764,29 @@ class NeuronLoaderRule(Rule):
     def migrates(self, reading: Reading) -> bool:
         return len(reading.positional) <= self.max_positional and not (set(reading.keywords) & self.manual_keywords)
 
-    def follow_with(self, load: Load, statement: str, why: str) -> None:
-        """Add ``statement`` after the line ``load`` is the value of."""
-        self.follow_ups[id(load.line)] = (statement, why)
+    def link(self, load: Load, index: LoaderIndex) -> None:
+        """Called once every loading call of the file is read: a rule whose loads take settings from
+        another call (an export from its get_neuron_config) connects them here."""
+
+    def follow_with(self, load: Load, statement: str, why: str, *, before: str = "") -> None:
+        """Add ``statement`` after the line ``load`` is the value of (and ``before`` ahead of it)."""
+        self.follow_ups[id(load.line)] = (before, statement, why)
 
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
-        """Add a follow-up statement after a migrated load, or delete a literal dict assignment whose
-        keys the migrated loading calls now spell out."""
+        """Add the statements a migrated load needs around its line, or delete an assignment whose
+        value only fed migrated loading calls (a literal dict they now spell out, a neuron config)."""
         if id(original) in self.follow_ups:
-            statement, why = self.follow_ups.pop(id(original))
+            before, after, why = self.follow_ups.pop(id(original))
             # The engine gives the first statement the line's own comments and the last its trailing one.
-            first = updated.with_changes(leading_lines=[], trailing_whitespace=cst.TrailingWhitespace())
-            return Edit(StatementReplacement([first, *self.ctx.statements(statement)]), message=why, safe=True)
+            line = updated.with_changes(leading_lines=[], trailing_whitespace=cst.TrailingWhitespace())
+            statements = [*self.ctx.statements(before), line, *self.ctx.statements(after)]
+            return Edit(StatementReplacement(statements), message=why, safe=True)
         if not self.ctx.fact(LOADER_REGISTRY):
             return updated
-        owner = self.index().deleted_dicts.get(id(original))
+        owner = self.index().deleted_lines.get(id(original))
         if owner is None or owner[0] is not self:
             return updated
-        removed = f"`{owner[1]}` removed: the loading call it fed now passes what it still needs"
-        return Edit(StatementReplacement([]), message=removed, safe=True)
+        return Edit(StatementReplacement([]), message=owner[1], safe=True)
 
     def spread_note(self, reading: Reading) -> str:
         kept = sorted(set(reading.spreads.values()) & self.index().kept_dicts)
@@ -780,6 +870,13 @@ class TransformersModelRule(NeuronLoaderRule):
         migration = Migration(args=[])
         migration.dropped = list(settings.dropped)
         passed = settings.passed
+        leading: list[cst.Arg] = []
+        if load.linked is not None:
+            # An export: its settings came from get_neuron_config, and its model id may be a keyword.
+            settings.export = True
+            if "model_id" in passed:
+                del passed["model_id"]
+                leading = [cst.Arg(a.value) for a in updated.args if a.keyword and a.keyword.value == "model_id"]
         extra: list[cst.Arg] = []
         if "dtype" not in passed and "torch_dtype" not in passed:
             dtype, review = settings.cast_dtype(self.gated_cast)
@@ -804,15 +901,15 @@ class TransformersModelRule(NeuronLoaderRule):
             migration.review.append(torchrun_review(cores))
         for review in (self.shapes_review(settings.shapes), unresolved_review(original, reading)):
             migration.review += [review] if review else []
-        if settings.checkpoint_review():
-            migration.review.append(settings.checkpoint_review())
+        checkpoint = settings.checkpoint_review(model_argument(original, reading))
+        migration.review += [checkpoint] if checkpoint else []
 
         def rename(keyword: Keyword) -> str | None:
             if keyword.name not in passed:
                 return None
             return RENAMED.get(keyword.name, keyword.name)
 
-        migration.args, dropped, attention = stock_loading_args(reading.rebuilt(updated, rename) + extra)
+        migration.args, dropped, attention = stock_loading_args(leading + reading.rebuilt(updated, rename) + extra)
         migration.dropped += dropped
         migration.review += [attention] if attention else []
         cls = self.ctx.require_from_import("transformers", target)

@@ -15,6 +15,7 @@ from neuron_migrate.rules.optimum_inference.common import (
     ExportSettings,
     Keyword,
     NeuronLoaderRule,
+    model_argument,
     unresolved_review,
 )
 from neuron_migrate.rules.optimum_names import with_methods
@@ -97,7 +98,8 @@ class SentenceTransformersToStock(NeuronLoaderRule):
         args = reading.rebuilt(updated, rename) + extra
         if settings.shapes:
             review.append(self.shapes_review(settings.shapes))
-        review += [r for r in (unresolved_review(original, reading), settings.checkpoint_review()) if r]
+        checkpoint = settings.checkpoint_review(model_argument(original, reading))
+        review += [r for r in (unresolved_review(original, reading), checkpoint) if r]
         checks = "; ".join(review) or "encode() pads each batch to its longest text: lengths vary"
         name = self.ctx.require_from_import("sentence_transformers", "SentenceTransformer")
         note = f'{qname.rsplit(".", 2)[1]} -> SentenceTransformer on device "neuron"'
