@@ -89,7 +89,9 @@ def _shim_names(body, legacy_prefixes, flags: set[str], fallbacks: set[str]) -> 
 
 def _assigned(block, keep):
     for line in getattr(block, "body", ()):
-        for small in getattr(line, "body", ()):
+        if not isinstance(line, cst.SimpleStatementLine):
+            continue  # a compound statement's body is a block, not small statements
+        for small in line.body:
             if isinstance(small, cst.Assign) and keep(small.value):
                 yield from (t.target.value for t in small.targets if isinstance(t.target, cst.Name))
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import ScopeProvider
 
-from neuron_migrate.migrate.context import code_of, root_name
+from neuron_migrate.migrate.context import code_of
 from neuron_migrate.migrate.walk import walk
 from neuron_migrate.rules.base import Fact
 from neuron_migrate.rules.calls import UNKNOWN, bind_args, literal
@@ -227,7 +227,7 @@ class _Planner:
         if bound is None or len(bound) != 3:
             return PARAMETER_STEP
         tensor = bound["t"].value
-        is_weight = isinstance(tensor, cst.Attribute) and tensor.attr.value == "weight" and root_name(tensor.value)
+        is_weight = isinstance(tensor, cst.Attribute) and tensor.attr.value == "weight" and _module_path(tensor.value)
         looks_like_parameter = any(word in code_of(tensor).lower() for word in ("weight", "bias", "param"))
         step = PARAMETER_STEP if looks_like_parameter else TENSOR_STEP
         mesh = self._mesh_of(bound["mesh"].value, meshes)
@@ -312,6 +312,18 @@ class _Planner:
         for call in uses:
             if not call.args and id(call) in self.survey.bare:
                 self.plan.use_spmd.add(id(call))
+
+
+def _module_path(node: cst.BaseExpression) -> bool:
+    """``model.fc``, ``layer``, ``model.layers[0].mlp``, ``model[2]``: a module named without side effects."""
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        if isinstance(node, cst.Subscript):
+            if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+                return False
+            if not isinstance(node.slice[0].slice.value, (cst.Integer, cst.SimpleString, cst.Name)):
+                return False
+        node = node.value
+    return isinstance(node, cst.Name)
 
 
 def _all_strings(values) -> bool:

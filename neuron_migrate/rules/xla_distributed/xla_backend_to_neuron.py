@@ -30,11 +30,8 @@ class _ProcessGroupPlan(cst.CSTVisitor):
         self.joining: set[str] = set()  # functions whose own body starts the "xla" process group
         self.workers: dict[str, str] = {}  # worker name -> the launcher that started it
         self.xla_inits: set[int] = set()
-        # the first "xla" init of each function (or of the module): the rank is bound to its core there
-        self.binding_inits: set[int] = set()
         self.other_inits = 0
         self.enclosing: list[cst.FunctionDef | None] = [None]
-        self.bound_in: set[int] = set()
         # module-level functions that choose their core themselves (a set_device call anywhere in them)
         self.choosing_core: set[str] = set()
 
@@ -60,9 +57,6 @@ class _ProcessGroupPlan(cst.CSTVisitor):
                 self.workers[fn.value.value] = "torch_xla.launch" if "launch" in launcher else "xmp.spawn"
         elif self._xla_init(node):
             self.xla_inits.add(id(call))
-            if id(self.enclosing[-1]) not in self.bound_in:
-                self.bound_in.add(id(self.enclosing[-1]))
-                self.binding_inits.add(id(call))
 
     def _xla_init(self, statement: cst.BaseStatement) -> bool:
         call = _bare_call(statement)
@@ -192,18 +186,15 @@ class XlaBackendToNeuron(DistributedRule):
         plan = process_group_plan(self.ctx)
         if id(original) not in plan.xla_inits:
             return call
-        # A statement of its own: the rank is put on its NeuronCore right after it joins the group
-        # (after the first such call of a function: a program joins once).
-        bind = [self.bind_core()] if id(original) in plan.binding_inits else []
+        # A statement of its own: the rank is put on its NeuronCore right after it joins the group (a
+        # program joins once, whichever of its init calls runs).
         if plan.worker_defs():
             # The worker has joined the process group already when torchrun started it.
-            lines = [f"if not {self.dist}.is_initialized():", f"\t{self.code_at(call, 1)}", *(f"\t{b}" for b in bind)]
+            lines = [f"if not {self.dist}.is_initialized():", f"\t{self.code_at(call, 1)}", f"\t{self.bind_core()}"]
             message = "guarded: the worker function initialises the process group at its start"
-        elif bind:
-            lines = [self.code_at(call, 0), *bind]
-            message = 'process group backend "neuron"; this rank then computes on its own NeuronCore'
         else:
-            return call
+            lines = [self.code_at(call, 0), self.bind_core()]
+            message = 'process group backend "neuron"; this rank then computes on its own NeuronCore'
         return Edit(self.replace_with(original, lines), message=message)
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
