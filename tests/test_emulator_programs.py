@@ -217,20 +217,40 @@ def test_migrated_xmp_spawn_training_is_data_parallel(tmp_path, legacy_data_para
                 _close(result["params"][name], values)
 
 
+# The program names the two weights; the same split found through named_parameters(), as LLM scripts do it.
+BY_ATTRIBUTE = """    xs.mark_sharding(model[0].weight, mesh, ("model", None))
+    xs.mark_sharding(model[2].weight, mesh, (None, "model"))
+"""
+BY_NAME = """    for name, param in model.named_parameters():
+        if name == "0.weight":
+            xs.mark_sharding(param, mesh, ("model", None))
+        elif name == "2.weight":
+            xs.mark_sharding(param, mesh, (None, "model"))
+"""
+LAYERS = {
+    BY_ATTRIBUTE: ("model[0]", "model[2]"),
+    BY_NAME: ('model.get_submodule(name.rpartition(".")[0])',) * 2,
+}
+
+
 @pytest.mark.slow
-def test_migrated_spmd_tensor_parallel_training_shards_the_weights_and_trains_as_one_model(tmp_path):
+@pytest.mark.parametrize("sharding", [BY_ATTRIBUTE, BY_NAME], ids=["attribute", "named_parameters"])
+def test_migrated_spmd_tensor_parallel_training_shards_the_weights_and_trains_as_one_model(tmp_path, sharding):
     """An SPMD program that split two Linear weights with mark_sharding, migrated: under torchrun each rank
     holds half of each weight, and the two ranks train exactly the model one process trains on the CPU."""
     legacy = _legacy_builders("legacy_tensor_parallel.py")
     script = tmp_path / "train.py"
-    shutil.copy(PROGRAMS / "legacy_tensor_parallel.py", script)
+    source = (PROGRAMS / "legacy_tensor_parallel.py").read_text(encoding="utf-8")
+    assert BY_ATTRIBUTE in source
+    script.write_text(source.replace(BY_ATTRIBUTE, sharding), encoding="utf-8")
     rewrite = subprocess.run([sys.executable, "-m", "neuron_migrate", "rewrite", "-q", str(script)], env=_env(),
                              capture_output=True, text=True, timeout=120)
     assert rewrite.returncode == 1, rewrite.stdout + rewrite.stderr
     code = script.read_text()
     assert "torch_xla" not in code and "TODO(neuron-migrate" not in code
-    assert "parallelize_module(model[0], mesh, ColwiseParallel(output_layouts=Replicate()))" in code
-    assert "parallelize_module(model[2], mesh, RowwiseParallel(input_layouts=Replicate()))" in code
+    first, second = LAYERS[sharding]
+    assert f"parallelize_module({first}, mesh, ColwiseParallel(output_layouts=Replicate()))" in code
+    assert f"parallelize_module({second}, mesh, RowwiseParallel(input_layouts=Replicate()))" in code
     assert code.count('torch.neuron.set_device(int(os.environ.get("LOCAL_RANK", "0")))') == 1
 
     model = legacy.build_model()

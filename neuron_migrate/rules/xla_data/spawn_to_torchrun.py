@@ -99,9 +99,9 @@ class SpawnToTorchrun(Rule):
             # The worker joins the group only when torchrun started it (WORKER_INIT).
             return "; plain `python` runs one process"
         return (
-            f"; nothing in this file joins the ranks: `{code_of(fn)}` must start the \"neuron\" process group "
-            "when torchrun started it (`dist.init_process_group(\"neuron\")`, then "
-            "`torch.neuron.set_device(local_rank)`), or each rank trains alone"
+            f"; nothing in this file joins the ranks: under torchrun `{code_of(fn)}` has to start the \"neuron\" "
+            "process group (itself, or through a library such as accelerate) and put its rank on its own core "
+            "(`torch.neuron.set_device(local_rank)`), or each rank trains alone"
         )
 
     def _legacy_worker(self, original: cst.Call, params: tuple[str, ...]) -> bool:

@@ -78,6 +78,7 @@ class Sharding:
     layer: str  # code of the module whose weight is sharded
     dim: int  # the weight's sharded dimension: 0 output features, 1 input features
     axis: int  # the mesh axis it is split over
+    parameter_name: str = ""  # the loop variable naming the weight, when found through named_parameters()
 
 
 @dataclass
@@ -109,6 +110,8 @@ class _Survey(cst.CSTVisitor):
         self.calls: list[tuple[cst.Call, str]] = []  # SPMD calls and their qualified name
         self.references: list[cst.CSTNode] = []  # every node naming an SPMD API
         self.loader_specs: set[int] = set()  # ids of input_sharding= values of device loaders
+        # id of the parameter Name a `for name, param in model.named_parameters():` binds -> (name, model)
+        self.parameter_loops: dict[int, tuple[str, str]] = {}
 
     def visit_Import(self, node: cst.Import) -> bool:
         return False
@@ -120,6 +123,22 @@ class _Survey(cst.CSTVisitor):
         if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
             self.values[id(node.targets[0].target)] = node.value
             self.targets[id(node.value)] = node.targets[0].target
+
+    def visit_For(self, node: cst.For) -> None:
+        target, loop = node.target, node.iter
+        if not (isinstance(target, cst.Tuple) and len(target.elements) == 2 and isinstance(loop, cst.Call)):
+            return
+        name, param = (element.value for element in target.elements)
+        func = loop.func
+        if (
+            isinstance(name, cst.Name)
+            and isinstance(param, cst.Name)
+            and isinstance(func, cst.Attribute)
+            and func.attr.value == "named_parameters"
+            and not loop.args
+            and _module_path(func.value)
+        ):
+            self.parameter_loops[id(param)] = (name.value, code_of(func.value))
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         if len(node.body) == 1 and isinstance(node.body[0], cst.Expr) and isinstance(node.body[0].value, cst.Call):
@@ -227,11 +246,11 @@ class _Planner:
         if bound is None or len(bound) != 3:
             return PARAMETER_STEP
         tensor = bound["t"].value
-        is_weight = isinstance(tensor, cst.Attribute) and tensor.attr.value == "weight" and _module_path(tensor.value)
+        layer, parameter_name = self._layer_of(tensor)
         looks_like_parameter = any(word in code_of(tensor).lower() for word in ("weight", "bias", "param"))
         step = PARAMETER_STEP if looks_like_parameter else TENSOR_STEP
         mesh = self._mesh_of(bound["mesh"].value, meshes)
-        if not is_weight or mesh is None or id(call) not in self.survey.bare:
+        if not layer or mesh is None or id(call) not in self.survey.bare:
             return step
         spec = self.constant(bound["partition_spec"].value)
         if not isinstance(spec, (tuple, list)) or len(spec) != 2:
@@ -242,7 +261,22 @@ class _Planner:
         dim, axis = split[0]
         if mesh.ndim is None or (mesh.ndim > 1 and mesh.names is None):
             return step
-        return Sharding(call, mesh, code_of(tensor.value), dim, axis)
+        return Sharding(call, mesh, layer, dim, axis, parameter_name)
+
+    def _layer_of(self, tensor: cst.BaseExpression) -> tuple[str, str]:
+        """The code of the module a weight belongs to: ``fc`` for ``fc.weight``, and for the parameter of a
+        ``for name, param in model.named_parameters():`` loop the submodule its name leads to."""
+        if isinstance(tensor, cst.Attribute) and tensor.attr.value == "weight" and _module_path(tensor.value):
+            return code_of(tensor.value), ""
+        if not isinstance(tensor, cst.Name):
+            return "", ""
+        scope = self.scopes.get(tensor)
+        assignments = list(scope[tensor.value]) if scope is not None else []
+        loop = self.survey.parameter_loops.get(id(assignments[0].node)) if len(assignments) == 1 else None
+        if loop is None:
+            return "", ""
+        name, model = loop
+        return f'{model}.get_submodule({name}.rpartition(".")[0])', name
 
     def _mesh_of(self, node: cst.BaseExpression, meshes: dict[int, MeshSite]) -> MeshSite | None:
         if not isinstance(node, cst.Name):

@@ -70,11 +70,11 @@ class SpmdToDeviceMesh(DistributedRule):
                 "its shape must multiply to WORLD_SIZE; a single process, too, runs under torchrun\n"
                 '    mesh = init_device_mesh("neuron", (n,), mesh_dim_names=("model",))\n'
                 "    # neuron-migrate(NM137): `model.fc1` must be an nn.Linear: its weight is split by output "
-                "features (dim 0) over the mesh, its output gathered whole as SPMD kept it; build the optimizer "
+                "features (dim 0) over the mesh and its output gathered whole, as SPMD kept it; build the optimizer "
                 "after this (the parameters become DTensors)\n"
                 "    parallelize_module(model.fc1, mesh, ColwiseParallel(output_layouts=Replicate()))\n"
                 "    # neuron-migrate(NM137): `model.fc2` must be an nn.Linear: its weight is split by input "
-                "features (dim 1) over the mesh, its partial outputs summed whole as SPMD kept it; build the "
+                "features (dim 1) over the mesh and its partial outputs summed whole, as SPMD kept it; build the "
                 "optimizer after this (the parameters become DTensors)\n"
                 "    parallelize_module(model.fc2, mesh, RowwiseParallel(input_layouts=Replicate()))\n"
             ),
@@ -131,16 +131,20 @@ class SpmdToDeviceMesh(DistributedRule):
             mesh = f'{mesh}["{sharding.mesh.names[sharding.axis]}"]'
         code = f"{parallelize}({sharding.layer}, {mesh}, {style}({layout}={replicate}()))"
         if sharding.dim == 0:
-            split = "output features (dim 0)"
-            result = "its output gathered whole"
+            split, result = "output features (dim 0)", "output gathered whole"
         else:
-            split = "input features (dim 1)"
-            result = "its partial outputs summed whole"
+            split, result = "input features (dim 1)", "partial outputs summed whole"
+        if sharding.parameter_name:
+            subject = f"`{sharding.parameter_name}` must name an nn.Linear's weight: the weight"
+            sharded, layer = f"`{sharding.parameter_name}`", "the layer's"
+        else:
+            subject = f"`{sharding.layer}` must be an nn.Linear: its weight"
+            sharded, layer = f"`{sharding.layer}.weight`", "its"
         review = (
-            f"`{sharding.layer}` must be an nn.Linear: its weight is split by {split} over the mesh, {result} as "
-            "SPMD kept it; build the optimizer after this (the parameters become DTensors)"
+            f"{subject} is split by {split} over the mesh and {layer} {result}, as SPMD kept it; build the "
+            "optimizer after this (the parameters become DTensors)"
         )
-        message = f"mark_sharding of `{sharding.layer}.weight` -> {style} on the mesh"
+        message = f"mark_sharding of {sharded} -> {style} on the mesh"
         return Edit(self.ctx.expr(code), message=message, review=review)
 
     def _process_group(self, original: cst.Call) -> Edit:
