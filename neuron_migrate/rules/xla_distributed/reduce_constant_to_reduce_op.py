@@ -61,10 +61,16 @@ class ReduceConstantToReduceOp(DistributedRule):
         self.uses_xla_fsdp = any(name in ctx.text for name in XLA_FSDP_CLASSES)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if any(_is_legacy(q) for q in self.ctx.qualified_names(node.func)):
+        if any(_is_legacy(q) for q in self.ctx.qualified_names(node.func)) or self._binds_legacy_callable(node):
             self.legacy_call_args.update(id(arg.value) for arg in node.args)
         elif self.uses_xla_fsdp and isinstance(node.func, cst.Attribute) and node.func.attr.value in FSDP_COLLECTIVES:
             self.fsdp_collective_args.update((id(arg.value), node.func.attr.value) for arg in node.args)
+
+    def _binds_legacy_callable(self, node: cst.Call) -> bool:
+        """``functools.partial(xm.all_reduce, xm.REDUCE_SUM)``: the arguments are the legacy function's."""
+        if not node.args or "functools.partial" not in self.ctx.qualified.imported(node.func):
+            return False
+        return any(_is_legacy(q) for q in self.ctx.qualified_names(node.args[0].value))
 
     def to_reduce_op(self, original, updated, qname: str):
         if id(original) in self.legacy_call_args:

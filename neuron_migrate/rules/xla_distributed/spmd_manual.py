@@ -23,7 +23,9 @@ class SpmdManual(DistributedRule):
         risks=frozenset({"collectives", "performance"}),
         summary=(
             "GSPMD sharding annotations have no TorchNeuron equivalent; the native way is DTensor "
-            "(distribute_tensor, parallelize_module) on a DeviceMesh of the neuron device."
+            "(distribute_tensor, parallelize_module) on a DeviceMesh of the neuron device. NM137 migrates a mesh "
+            "and the Linear weights split along one of its axes; what is left here gets the next step for what "
+            "it shards: a parameter, an input or activation, the global mesh."
         ),
         docs=(DOCS_CHANGES, DOCS_DISTRIBUTED, DOCS_DTENSOR),
         example=Example(
