@@ -90,10 +90,6 @@ class SpmdPlan:
     dropped: set[int] = field(default_factory=set)
     steps: dict[int, str] = field(default_factory=dict)  # id(call) -> next step of a site left as is
 
-    @property
-    def migrates(self) -> bool:
-        return bool(self.meshes or self.shardings or self.use_spmd)
-
     def handles(self, call: cst.CSTNode) -> bool:
         return id(call) in self.meshes or id(call) in self.shardings or id(call) in self.use_spmd
 
