@@ -174,16 +174,20 @@ def _data_parallel_reference(program, world):
     return losses, params
 
 
+def _legacy_builders(name: str) -> types.SimpleNamespace:
+    """A legacy program's model, data and optimizer builders. Only those are needed, so its source runs
+    without its torch_xla lines: importing the test double into this process would make transformers
+    take its XLA code paths in every later test."""
+    source = (PROGRAMS / name).read_text(encoding="utf-8")
+    kept = "\n".join(line for line in source.splitlines() if not line.startswith(("import torch_xla", "xr.")))
+    namespace = {"__name__": name.removesuffix(".py")}
+    exec(compile(kept, name, "exec"), namespace)  # noqa: S102 - our own test program
+    return types.SimpleNamespace(**namespace)
+
+
 @pytest.fixture
 def legacy_data_parallel():
-    """The legacy program's model, data and optimizer builders. Only those are needed, so its source runs
-    without its torch_xla imports: importing the test double into this process would make transformers
-    take its XLA code paths in every later test."""
-    source = (PROGRAMS / "legacy_data_parallel.py").read_text(encoding="utf-8")
-    kept = "\n".join(line for line in source.splitlines() if not line.startswith("import torch_xla"))
-    namespace = {"__name__": "legacy_data_parallel"}
-    exec(compile(kept, "legacy_data_parallel.py", "exec"), namespace)  # noqa: S102 - our own test program
-    return types.SimpleNamespace(**namespace)
+    return _legacy_builders("legacy_data_parallel.py")
 
 
 @pytest.mark.slow
@@ -211,6 +215,68 @@ def test_migrated_xmp_spawn_training_is_data_parallel(tmp_path, legacy_data_para
             assert result["params"].keys() == params.keys()
             for name, values in params.items():
                 _close(result["params"][name], values)
+
+
+# The program names the two weights; the same split found through named_parameters(), as LLM scripts do it.
+BY_ATTRIBUTE = """    xs.mark_sharding(model[0].weight, mesh, ("model", None))
+    xs.mark_sharding(model[2].weight, mesh, (None, "model"))
+"""
+BY_NAME = """    for name, param in model.named_parameters():
+        if name == "0.weight":
+            xs.mark_sharding(param, mesh, ("model", None))
+        elif name == "2.weight":
+            xs.mark_sharding(param, mesh, (None, "model"))
+"""
+LAYERS = {
+    BY_ATTRIBUTE: ("model[0]", "model[2]"),
+    BY_NAME: ('model.get_submodule(name.rpartition(".")[0])',) * 2,
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sharding", [BY_ATTRIBUTE, BY_NAME], ids=["attribute", "named_parameters"])
+def test_migrated_spmd_tensor_parallel_training_shards_the_weights_and_trains_as_one_model(tmp_path, sharding):
+    """An SPMD program that split two Linear weights with mark_sharding, migrated: under torchrun each rank
+    holds half of each weight, and the two ranks train exactly the model one process trains on the CPU."""
+    legacy = _legacy_builders("legacy_tensor_parallel.py")
+    script = tmp_path / "train.py"
+    source = (PROGRAMS / "legacy_tensor_parallel.py").read_text(encoding="utf-8")
+    assert BY_ATTRIBUTE in source
+    script.write_text(source.replace(BY_ATTRIBUTE, sharding), encoding="utf-8")
+    rewrite = subprocess.run([sys.executable, "-m", "neuron_migrate", "rewrite", "-q", str(script)], env=_env(),
+                             capture_output=True, text=True, timeout=120)
+    assert rewrite.returncode == 1, rewrite.stdout + rewrite.stderr
+    code = script.read_text()
+    assert "torch_xla" not in code and "TODO(neuron-migrate" not in code
+    first, second = LAYERS[sharding]
+    assert f"parallelize_module({first}, mesh, ColwiseParallel(output_layouts=Replicate()))" in code
+    assert f"parallelize_module({second}, mesh, RowwiseParallel(input_layouts=Replicate()))" in code
+    assert code.count('torch.neuron.set_device(int(os.environ.get("LOCAL_RANK", "0")))') == 1
+
+    model = legacy.build_model()
+    optimizer = legacy.make_optimizer(model)
+    inputs, targets = legacy.make_data()
+    losses = []
+    for step in range(legacy.STEPS):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(inputs[step]), targets[step])
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    params = {name: p.detach().flatten().tolist() for name, p in model.named_parameters()}
+
+    for nproc in (2, 1):
+        out = tmp_path / f"run{nproc}"
+        proc = _emulate(["--nproc", str(nproc), str(script), str(out)], cwd=tmp_path)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+        for rank in range(nproc):
+            result = json.loads((tmp_path / f"run{nproc}.{rank}.json").read_text())
+            assert result["world"] == nproc
+            assert result["local_shape"] == [16 // nproc, 8]  # this rank's rows of the first weight
+            _close(result["losses"], losses, tol=1e-5)
+            assert result["params"].keys() == params.keys()
+            for name, values in params.items():
+                _close(result["params"][name], values, tol=1e-5)
 
 
 @pytest.mark.slow

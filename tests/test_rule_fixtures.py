@@ -87,6 +87,7 @@ ALONE_SAYS_OTHERWISE = {
         for case in (
             "device_resolver",
             "fallback_in_expression",
+            "block_in_shim",
             "flag_guarded",
             "handed_torch_in_a_guard",
             "try_import",

@@ -41,7 +41,7 @@ DEFAULT_DEVICE_NOTE = (
 )
 FOUND_MESSAGE = "{loader} removed: the loops over it move each batch to the device, without background prefetch"
 NOT_FOUND_MESSAGE = (
-    "{loader} removed: move each batch to the device where `{name}` is iterated, e.g. `batch = batch.to({device})`"
+    "{loader} removed: move each batch to the device where {name} is iterated, e.g. `batch = batch.to({device})`"
 )
 REMOVED_MESSAGE = "{loader} removed: batches are no longer moved to the device for you"
 UNCLEAR_LOOP_MESSAGE = "move the batch to the device at the top of this loop, e.g. `{example}`; {loader} did it"
@@ -474,7 +474,7 @@ class _DeviceLoaderRule(Rule):
             if not clear:
                 return REMOVED_MESSAGE.format(loader=self.LOADER)
             return (LOOP_MESSAGE if site.in_loop_header else FOUND_MESSAGE).format(loader=self.LOADER)
-        name = site.name if site is not None and site.name else "it"
+        name = f"`{site.name}`" if site is not None and site.name else "it"
         return NOT_FOUND_MESSAGE.format(loader=self.LOADER, name=name, device=device or "device")
 
 

@@ -16,6 +16,13 @@ from neuron_migrate.rules.xla_data.common import (
 )
 from neuron_migrate.rules.xla_step.common import DOCS_EAGER
 
+# SPMD split each batch of the one process over the devices; a torchrun rank gets the whole batch.
+INPUT_SHARDING = (
+    "; its input_sharding is gone: every torchrun rank now computes on the whole batch, so for data "
+    "parallelism give each rank its slice (DistributedSampler, or the SPMD batch size divided by WORLD_SIZE) "
+    "and wrap the model in DDP"
+)
+
 
 @register
 class MpDeviceLoaderRemoval(_DeviceLoaderRule):
@@ -69,4 +76,6 @@ class MpDeviceLoaderRemoval(_DeviceLoaderRule):
         if site is not None:
             site.device_code = device
         message = self._site_message(site, device) + _self_assignment(site, args["loader"].value)
+        if any(arg.keyword is not None and arg.keyword.value == "input_sharding" for arg in updated.args):
+            message += INPUT_SHARDING
         return Edit(args["loader"].value, review=message)

@@ -73,7 +73,7 @@ class ParallelLoaderRemoval(_DeviceLoaderRule):
             message = NOT_FOUND_MESSAGE
         else:
             message = FOUND_MESSAGE if all(plan.clear for plan in loops) else REMOVED_MESSAGE
-        name = sites[0].name or "its per-device loader"
+        name = f"`{sites[0].name}`" if sites[0].name else "its per-device loader"
         message = message.format(loader=self.LOADER, name=name, device="device")
         target = self.scan_target(original)
         if target and target == code_of(args["loader"].value):

@@ -21,9 +21,9 @@ class XlaDeviceToNeuron(Rule):
     """``xm.xla_device()`` / ``torch_xla.device()`` -> ``torch.device("neuron")``.
 
     The one official old-to-new snippet (``DOCS_OLD_VS_NATIVE``) shows exactly this replacement.
-    The docs do not settle whether a torchrun process must also select its own core
-    (DOCS_DISTRIBUTED uses the bare device), so in distributed files the edit asks for the
-    explicit ``torch.neuron.set_device`` that is right either way.
+    A torchrun process sees every core of its host and starts on core 0; in a distributed file
+    whose rewrite does not bind each rank to its core (where it joins the process group), the edit
+    asks for the explicit ``torch.neuron.set_device(LOCAL_RANK)``.
     """
 
     meta = RuleMeta(
@@ -53,4 +53,13 @@ class XlaDeviceToNeuron(Rule):
         if text is None:
             self.ctx.manual(original, 'arguments not understood; replace with torch.device("neuron", <index>)')
             return updated
-        return Edit(self.ctx.expr(text), review=_BIND_CORE if looks_distributed(self.ctx) else "")
+        return Edit(self.ctx.expr(text), review=_BIND_CORE if self._binding_left_to_user() else "")
+
+    def _binding_left_to_user(self) -> bool:
+        """A file run as one process per core whose rewrite does not put each rank on its own core."""
+        if not looks_distributed(self.ctx):
+            return False
+        # The distributed rules import this family's helpers: their answer is read at call time.
+        from neuron_migrate.rules.xla_distributed import binds_cores
+
+        return not binds_cores(self.ctx)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from neuron_migrate.rules.xla_distributed.all_gather_to_all_gather_single import AllGatherToAllGatherSingle
 from neuron_migrate.rules.xla_distributed.all_reduce_to_dist import AllReduceToDist
 from neuron_migrate.rules.xla_distributed.collective_broadcast_to_broadcast import CollectiveBroadcastToBroadcast
+from neuron_migrate.rules.xla_distributed.flash_attention_to_sdpa import FlashAttentionToSdpa
 from neuron_migrate.rules.xla_distributed.fetch_gradients_to_comprehension import FetchGradientsToComprehension
 from neuron_migrate.rules.xla_distributed.get_rng_state_manual import GetRngStateManual
 from neuron_migrate.rules.xla_distributed.master_ordinal_from_environment import MasterOrdinalFromEnvironment
@@ -30,7 +31,12 @@ from neuron_migrate.rules.xla_distributed.rendezvous_to_barrier import Rendezvou
 from neuron_migrate.rules.xla_distributed.save_to_torch_save import SaveToTorchSave
 from neuron_migrate.rules.xla_distributed.seed_to_torch_manual_seed import SeedToTorchManualSeed
 from neuron_migrate.rules.xla_distributed.spmd_manual import SpmdManual
-from neuron_migrate.rules.xla_distributed.xla_backend_to_neuron import XlaBackendToNeuron, initialises_process_group
+from neuron_migrate.rules.xla_distributed.spmd_to_device_mesh import SpmdToDeviceMesh
+from neuron_migrate.rules.xla_distributed.xla_backend_to_neuron import (
+    XlaBackendToNeuron,
+    binds_cores,
+    initialises_process_group,
+)
 from neuron_migrate.rules.xla_distributed.xla_fsdp_manual import XlaFsdpManual
 
 __all__ = [
@@ -38,6 +44,7 @@ __all__ = [
     "AllReduceToDist",
     "CollectiveBroadcastToBroadcast",
     "FetchGradientsToComprehension",
+    "FlashAttentionToSdpa",
     "GetRngStateManual",
     "MasterOrdinalFromEnvironment",
     "MasterPrintToGuardedPrint",
@@ -49,7 +56,9 @@ __all__ = [
     "SaveToTorchSave",
     "SeedToTorchManualSeed",
     "SpmdManual",
+    "SpmdToDeviceMesh",
     "XlaBackendToNeuron",
     "XlaFsdpManual",
+    "binds_cores",
     "initialises_process_group",
 ]

@@ -52,6 +52,16 @@ class AllReduceToDist(DistributedRule):
         ),
     )
     calls = {f"{XM}.all_reduce": "to_dist_all_reduce"}
+    references = {f"{XM}.all_reduce": "referenced"}
+
+    def referenced(self, original, updated, qname: str):
+        # Passed as a function (functools.partial, a stored callable, an XLA FSDP option): its calls are elsewhere.
+        self.ctx.manual(
+            original,
+            "passed as a function: where it is called, reduce with `dist.all_reduce(tensor, op=dist.ReduceOp.SUM)` "
+            "(in place, on one tensor; xm.all_reduce returned a new tensor for one input and took xm's reduce types)",
+        )
+        return updated
     PARAMS = ("reduce_type", "inputs", "scale", "groups", "pin_layout")
 
     def to_dist_all_reduce(self, original: cst.Call, updated: cst.Call, qname: str):

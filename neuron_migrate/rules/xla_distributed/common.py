@@ -105,6 +105,17 @@ class DistributedRule(Rule):
         default = default or f"{quote}{ENV_DEFAULTS[var]}{quote}"
         return f"int({os_name}.environ.get({quote}{var}{quote}, {default}))"
 
+    def bind_core(self) -> str:
+        """The statement that puts this rank on its own NeuronCore.
+
+        Every torchrun process sees all the cores of its host and starts on core 0, as with CUDA:
+        PyTorch's own DeviceMesh binds a rank with ``set_device(LOCAL_RANK)`` when nothing did, and
+        transformers and accelerate take the current device (``device_map="neuron"`` and
+        ``torch.device("neuron")`` name no index). The binding goes right after the process group
+        starts, before the program's first tensor reaches the device.
+        """
+        return f"{self.torch}.neuron.set_device({self.env_int('LOCAL_RANK')})"
+
     def fresh_name(self, base: str) -> str:
         """A local name the file does not use yet, for the temporaries a rewrite needs."""
         if self._module_names is None:
@@ -247,9 +258,10 @@ INIT_PROCESS_GROUP = frozenset(
 # xmp.spawn's workers joined the collectives without a process group; torchrun's processes join
 # the "neuron" one. Plain `python` (no WORLD_SIZE) keeps running one process without it.
 WORKER_INIT = (
-    '# torchrun started this process: join the other ranks, as the workers of {launcher} did',
+    '# torchrun started this process: join the other ranks on its own NeuronCore, as the workers of {launcher} did',
     'if "WORLD_SIZE" in {os}.environ and not {dist}.is_initialized():',
     '\t{dist}.init_process_group("neuron")',
+    '\t{bind}',
 )
 
 

@@ -31,17 +31,19 @@ class _ProcessGroupPlan(cst.CSTVisitor):
         self.workers: dict[str, str] = {}  # worker name -> the launcher that started it
         self.xla_inits: set[int] = set()
         self.other_inits = 0
-        self.depth = 0
+        self.enclosing: list[cst.FunctionDef | None] = [None]
+        # module-level functions that choose their core themselves (a set_device call anywhere in them)
+        self.choosing_core: set[str] = set()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if self.depth == 0:
+        if len(self.enclosing) == 1:
             self.functions[node.name.value] = node
             if isinstance(node.body, cst.IndentedBlock) and any(map(self._xla_init, node.body.body)):
                 self.joining.add(node.name.value)
-        self.depth += 1
+        self.enclosing.append(node)
 
     def leave_FunctionDef(self, original: cst.FunctionDef) -> None:
-        self.depth -= 1
+        self.enclosing.pop()
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         call = _bare_call(node)
@@ -65,6 +67,9 @@ class _ProcessGroupPlan(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.any_qualified_name(node.func, INIT_PROCESS_GROUP) and id(node) not in self.xla_inits:
             self.other_inits += 1
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in SET_DEVICE and len(self.enclosing) > 1:
+            self.choosing_core.add(self.enclosing[1].name.value)
 
     def worker_defs(self) -> dict[int, str]:
         """id(def) -> its launcher, for the workers that get the process group at their start: none
@@ -72,11 +77,38 @@ class _ProcessGroupPlan(cst.CSTVisitor):
         for a worker that starts with its own init_process_group("xla")."""
         if self.other_inits:
             return {}
+        return self._defined_workers()
+
+    def own_group_workers(self) -> dict[int, str]:
+        """id(def) -> its launcher, for the workers of a file that starts its process group its own way:
+        they are only put on their rank's NeuronCore at their start."""
+        if not self.other_inits:
+            return {}
+        return {key: launcher for key, launcher in self._defined_workers().items() if key not in self._choosing()}
+
+    def _choosing(self) -> set[int]:
+        return {id(self.functions[name]) for name in self.choosing_core if name in self.functions}
+
+    def _defined_workers(self) -> dict[int, str]:
         return {
             id(self.functions[name]): launcher
             for name, launcher in self.workers.items()
             if name in self.functions and name not in self.joining
         }
+
+    @property
+    def starts_own_group(self) -> bool:
+        """The file's own init_process_group calls (migrated or not), not the one added for a worker."""
+        return bool(self.xla_inits or self.other_inits)
+
+    @property
+    def binds_cores(self) -> bool:
+        """Whether the rewrite puts each rank on its own NeuronCore somewhere in this file."""
+        return bool(self.xla_inits or self._defined_workers())
+
+
+# torch.neuron.set_device / torch.accelerator.set_device_index: the program binds its rank's core itself.
+SET_DEVICE = frozenset({"set_device", "set_device_index"})
 
 
 def _xla_backend(call: cst.Call) -> bool:
@@ -110,7 +142,9 @@ class XlaBackendToNeuron(DistributedRule):
 
     The workers of xmp.spawn / torch_xla.launch reduced gradients and ran collectives without any
     process group; on TorchNeuron they need one, so the worker function starts by joining it (once:
-    the file's own "xla" init calls become guarded by ``dist.is_initialized()``).
+    the file's own "xla" init calls become guarded by ``dist.is_initialized()``). Each XLA worker ran
+    on its own core; a torchrun process starts on core 0 of its host, so right after joining the
+    group it is put on the core of its local rank (``torch.neuron.set_device``).
     """
 
     meta = RuleMeta(
@@ -120,9 +154,10 @@ class XlaBackendToNeuron(DistributedRule):
         risks=frozenset({"launch", "collectives"}),
         summary=(
             'TorchNeuron registers the "neuron" backend; under torchrun the default env:// init method '
-            "replaces xla:// and pjrt://, and the side-effect import of torch_xla.distributed.xla_backend goes. A worker "
-            "started by xmp.spawn / torch_xla.launch initialises the process group at its start when "
-            "torchrun launched it."
+            "replaces xla:// and pjrt://, and the side-effect import of torch_xla.distributed.xla_backend goes. "
+            "A worker started by xmp.spawn / torch_xla.launch initialises the process group at its start when "
+            "torchrun launched it. Right after the group starts, the rank is put on its own NeuronCore "
+            "(`torch.neuron.set_device(LOCAL_RANK)`): a torchrun process sees every core of its host."
         ),
         docs=(DOCS_DISTRIBUTED, DOCS_TUTORIAL),
         triggers=(b"init_process_group", b"torch_xla"),
@@ -133,8 +168,11 @@ class XlaBackendToNeuron(DistributedRule):
                 'dist.init_process_group("xla", init_method="xla://")\n'
             ),
             after=(
-                "import torch.distributed as dist\n\n"
+                "import torch.distributed as dist\n"
+                "import os\n"
+                "import torch\n\n"
                 'dist.init_process_group("neuron")\n'
+                'torch.neuron.set_device(int(os.environ.get("LOCAL_RANK", "0")))\n'
             ),
         ),
     )
@@ -146,33 +184,47 @@ class XlaBackendToNeuron(DistributedRule):
     def to_neuron_backend(self, original: cst.Call, updated: cst.Call, qname: str):
         call = self._neuron_call(updated)
         plan = process_group_plan(self.ctx)
-        if id(original) in plan.xla_inits and plan.worker_defs():
+        if id(original) not in plan.xla_inits:
+            return call
+        # A statement of its own: the rank is put on its NeuronCore right after it joins the group (a
+        # program joins once, whichever of its init calls runs).
+        if plan.worker_defs():
             # The worker has joined the process group already when torchrun started it.
-            dist = self.dist
-            lines = [f"if not {dist}.is_initialized():", f"\t{self.code_at(call, 1)}"]
+            lines = [f"if not {self.dist}.is_initialized():", f"\t{self.code_at(call, 1)}", f"\t{self.bind_core()}"]
             message = "guarded: the worker function initialises the process group at its start"
-            return Edit(self.replace_with(original, lines), message=message)
-        return call
+        else:
+            lines = [self.code_at(call, 0), self.bind_core()]
+            message = 'process group backend "neuron"; this rank then computes on its own NeuronCore'
+        return Edit(self.replace_with(original, lines), message=message)
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
-        launcher = process_group_plan(self.ctx).worker_defs().get(id(original))
-        if launcher is None or not isinstance(updated.body, cst.IndentedBlock):
+        plan = process_group_plan(self.ctx)
+        launcher = plan.worker_defs().get(id(original))
+        own_group = plan.own_group_workers().get(id(original))
+        if (launcher or own_group) is None or not isinstance(updated.body, cst.IndentedBlock):
             return updated
-        os_module = self.ctx.require_import("os")
-        comment, *lines = (line.format(launcher=launcher, os=os_module, dist=self.dist) for line in WORKER_INIT)
+        if launcher is not None:
+            names = {"launcher": launcher, "os": self.ctx.require_import("os"), "dist": self.dist}
+            comment, *lines = (line.format(**names, bind=self.bind_core()) for line in WORKER_INIT)
+            message = (
+                f'the worker of {launcher} joins the "neuron" process group on its own NeuronCore when torchrun '
+                "started it"
+            )
+        else:
+            comment = (
+                f"# torchrun started this process: compute on its own NeuronCore, as the workers of {own_group} did"
+            )
+            lines = [self.bind_core()]
+            message = f"the worker of {own_group} computes on its rank's own NeuronCore"
         text = "".join(line.replace("\t", self.indent) + "\n" for line in lines)
-        [guard] = self.ctx.statements(text)
-        guard = guard.with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(comment))])
+        [first] = self.ctx.statements(text)
+        first = first.with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(comment))])
         body = list(updated.body.body)
         position = 0
         while position < len(body) and _leads_function(body[position], position):
             position += 1
-        body.insert(position, guard)
-        return Edit(
-            updated.with_changes(body=updated.body.with_changes(body=body)),
-            message=f'the worker of {launcher} initialises the "neuron" process group when torchrun started it',
-            safe=True,
-        )
+        body.insert(position, first)
+        return Edit(updated.with_changes(body=updated.body.with_changes(body=body)), message=message, safe=True)
 
     def _neuron_call(self, updated: cst.Call) -> cst.Call:
         positional = [arg for arg in updated.args if arg.keyword is None and not arg.star]
@@ -200,3 +252,12 @@ class XlaBackendToNeuron(DistributedRule):
         if keep and len(keep) != len(args):
             keep[-1] = keep[-1].with_changes(comma=updated.args[-1].comma)
         return updated.with_changes(args=keep)
+
+
+def binds_cores(ctx) -> bool:
+    """Whether the migrated file puts each torchrun rank on its own NeuronCore itself: where it joins
+    the process group, at the start of a spawned worker, or where ``xr.use_spmd()`` was."""
+    # spmd_plan reads the data rules' loader names, whose package reads this family's: imported here.
+    from neuron_migrate.rules.xla_distributed.spmd_plan import spmd_plan
+
+    return process_group_plan(ctx).binds_cores or bool(spmd_plan(ctx).use_spmd)
