@@ -105,6 +105,149 @@ def new_keyword(name: str, value: str) -> cst.Arg:
     return cst.Arg(keyword=cst.Name(name), value=cst.parse_expression(value), equal=_TIGHT_EQUAL)
 
 
+def with_args(call: cst.Call, args: Sequence[cst.Arg]) -> cst.Call:
+    """``call`` with the argument list ``args``, in the call's layout (one line, or one argument per line).
+
+    An argument of ``call`` that ``args`` keeps (the same node, or one made from it: the same value,
+    comma or keyword) keeps its comments: the comment lines above it and the one ending its line. The
+    comment lines above an argument that goes move to the next argument kept, or above the closing
+    parenthesis, as a deleted statement's move to the next statement; the comment ending its line goes
+    with it. A new argument gets a line of its own in a one-argument-per-line call."""
+    old = list(call.args)
+    if not old or not args:
+        return call.with_changes(args=list(args))
+    layout = _Layout(call)
+    origins = _origins(old, args)
+    kept = {o for o in origins if o is not None}
+    last_old = len(old) - 1
+    # comment lines to put above each new argument, and above the closing parenthesis
+    above: list[list[cst.EmptyLine]] = []
+    seen = -1
+    for origin in origins:
+        lines: list[cst.EmptyLine] = []
+        if origin is not None:
+            for index in range(seen + 1, origin + 1):
+                if index == origin or index not in kept:
+                    lines += layout.above(index)
+            seen = max(seen, origin)
+        above.append(lines)
+    footer = [line for index in range(seen + 1, len(old)) if index not in kept for line in layout.above(index)]
+    footer += layout.footer()
+    out = []
+    for position, (arg, origin) in enumerate(zip(args, origins)):
+        comment = layout.trailing(origin)
+        if position == len(args) - 1:
+            out.append(layout.closing(arg, comment, footer))
+            continue
+        reused = origin is not None and origin != last_old
+        comma = layout.separator(old[origin].comma if reused else None, comment, above[position + 1])
+        before_comma = arg.whitespace_after_arg if reused else cst.SimpleWhitespace("")
+        out.append(arg.with_changes(comma=comma, whitespace_after_arg=before_comma))
+    return call.with_changes(args=out, whitespace_before_args=layout.opening(above[0]))
+
+
+def _origins(old: list[cst.Arg], new: Sequence[cst.Arg]) -> list[int | None]:
+    """For each new argument, the position of the old argument it was made from (None: a new one)."""
+    taken: set[int] = set()
+    out: list[int | None] = []
+    for arg in new:
+        tests = (
+            lambda o: o is arg,
+            lambda o: o.value is arg.value,
+            lambda o: isinstance(o.comma, cst.Comma) and o.comma is arg.comma,
+            lambda o: arg.keyword is not None and o.keyword is not None and o.keyword.value == arg.keyword.value,
+        )
+        origin = next((i for test in tests for i, o in enumerate(old) if i not in taken and test(o)), None)
+        if origin is not None:
+            taken.add(origin)
+        out.append(origin)
+    return out
+
+
+class _Layout:
+    """Where a call's comments and line breaks are: LibCST keeps the comment ending an argument's line
+    and the comment lines above the next argument in the whitespace after the argument's comma."""
+
+    def __init__(self, call: cst.Call) -> None:
+        self.call = call
+        self.args = list(call.args)
+        commas = [arg.comma for arg in self.args if isinstance(arg.comma, cst.Comma)]
+        between = [arg.comma for arg in self.args[:-1] if isinstance(arg.comma, cst.Comma)]
+        self.sep = _bare(between[0]) if between else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        # a separator that ends its line, for a comment that needs one in a call written on one line
+        broken = [c for c in commas[: len(between)] if isinstance(c.whitespace_after, cst.ParenthesizedWhitespace)]
+        self.line_sep = _bare(broken[0]) if broken else None
+
+    def _after(self, index: int):
+        """The whitespace after argument ``index``: after its comma, or up to ``)`` for a last one without."""
+        arg = self.args[index]
+        if isinstance(arg.comma, cst.Comma):
+            return arg.comma.whitespace_after
+        return arg.whitespace_after_arg if index == len(self.args) - 1 else None
+
+    def above(self, index: int) -> list[cst.EmptyLine]:
+        """The comment lines above argument ``index`` (those above the first one stay after ``(``)."""
+        if index == 0:
+            return []
+        after = self._after(index - 1)
+        return list(after.empty_lines) if isinstance(after, cst.ParenthesizedWhitespace) else []
+
+    def trailing(self, index: int | None) -> cst.TrailingWhitespace:
+        """The end of argument ``index``'s line: its comment, if any."""
+        after = self._after(index) if index is not None else None
+        return after.first_line if isinstance(after, cst.ParenthesizedWhitespace) else cst.TrailingWhitespace()
+
+    def footer(self) -> list[cst.EmptyLine]:
+        after = self._after(len(self.args) - 1)
+        return list(after.empty_lines) if isinstance(after, cst.ParenthesizedWhitespace) else []
+
+    def opening(self, lines: list[cst.EmptyLine]) -> cst.BaseParenthesizableWhitespace:
+        start = self.call.whitespace_before_args
+        if not lines:
+            return start
+        if isinstance(start, cst.ParenthesizedWhitespace):
+            return start.with_changes(empty_lines=[*start.empty_lines, *lines])
+        if self.line_sep is not None:
+            return self.line_sep.whitespace_after.with_changes(empty_lines=lines)
+        return start  # a call written on one line has no comment lines to keep
+
+    def separator(self, comma, comment: cst.TrailingWhitespace, lines: list[cst.EmptyLine]):
+        base = _bare(comma) if isinstance(comma, cst.Comma) else self.sep
+        if not isinstance(base.whitespace_after, cst.ParenthesizedWhitespace):
+            if comment.comment is None and not lines:
+                return base
+            base = self.line_sep or base
+        return _ending(base, comment, lines)
+
+    def closing(self, arg: cst.Arg, comment: cst.TrailingWhitespace, lines: list[cst.EmptyLine]) -> cst.Arg:
+        last = self.args[-1]
+        if isinstance(last.comma, cst.Comma):
+            comma = _ending(last.comma, comment, lines)
+            return arg.with_changes(comma=comma, whitespace_after_arg=last.whitespace_after_arg)
+        after = last.whitespace_after_arg
+        if isinstance(after, cst.ParenthesizedWhitespace):
+            after = after.with_changes(first_line=comment, empty_lines=lines)
+        elif comment.comment is not None or lines:
+            after = cst.ParenthesizedWhitespace(first_line=comment, empty_lines=lines, indent=True)
+        return arg.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=after)
+
+
+def _bare(comma: cst.Comma) -> cst.Comma:
+    """``comma`` without the comments of the lines it spans (its line break and indentation kept)."""
+    return _ending(comma, cst.TrailingWhitespace(), [])
+
+
+def _ending(comma: cst.Comma, comment: cst.TrailingWhitespace, lines: list[cst.EmptyLine]) -> cst.Comma:
+    """``comma`` ending its line with ``comment``, with the comment ``lines`` below it."""
+    after = comma.whitespace_after
+    if isinstance(after, cst.ParenthesizedWhitespace):
+        return comma.with_changes(whitespace_after=after.with_changes(first_line=comment, empty_lines=lines))
+    if comment.comment is None and not lines:
+        return comma
+    line = cst.ParenthesizedWhitespace(first_line=comment, empty_lines=lines, indent=True)
+    return comma.with_changes(whitespace_after=line)
+
+
 def spread_arguments(arg: cst.Arg | None) -> str:
     """An ``args=(a, b)`` argument as call arguments: ``a, b``, or ``*args`` when not a literal."""
     if arg is None:

@@ -492,8 +492,7 @@ def edited_args(args: Iterable[cst.Arg], edits: ArgumentEdits) -> list[cst.Arg]:
     for arg in args:
         name = arg.keyword.value if arg.keyword else None
         if name in edits.drop:
-            carry_comments(out, arg)
-            continue
+            continue  # with_args moves the comment lines above it to the next argument
         if name in edits.values:
             arg = arg.with_changes(value=cst.parse_expression(edits.values[name]))
         if name == "model_init_kwargs" and edits.init_kwargs:
