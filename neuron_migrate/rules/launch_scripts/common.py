@@ -28,9 +28,12 @@ from neuron_migrate.rules.hf_fields import (
     RENAMED_FIELDS,
     REVIEWED_FIELDS,
     REVIEWED_HARMLESS,
+    SFT_RENAMED,
     SHARED_FIELDS,
     VERSIONED_FIELDS,
+    fields_taken_over,
     installed_fields,
+    parses_sft_config,
     table_says,
 )
 from neuron_migrate.rules.pip_commands import PYTHON
@@ -259,7 +262,9 @@ def script_source(script: ShellScript, launch: Launch) -> str | None:
         return None
     if launch.module:
         name = name.replace(".", "/") + ".py"
-    return _read_source(os.path.join(os.path.dirname(script.path), name))
+    path = os.path.normpath(os.path.join(os.path.dirname(script.path), name))
+    written = script.files.get(path)  # a notebook's %%writefile cell
+    return written if written is not None else _read_source(path)
 
 
 def _read_source(path: str) -> str | None:
@@ -290,12 +295,15 @@ def is_hf_job(script: ShellScript, launch: Launch) -> bool:
 
 
 def own_flags(script: ShellScript, launch: Launch) -> set[str]:
-    """Flags the launched script defines itself (argparse or dataclass fields): never Neuron's."""
+    """Flags the launched script defines itself (argparse or dataclass fields): never Neuron's. Those of
+    the Neuron-only fields its own dataclass takes over in the migration count too, whether the script
+    is seen before or after its own migration."""
     source = script_source(script, launch) or ""
     names = set(re.findall(r"[\"']--([A-Za-z][\w-]*)", source)) | set(
         re.findall(r"^[ \t]+([A-Za-z_]\w*)[ \t]*:", source, re.MULTILINE)
     )
-    return {name.replace("-", "_") for name in names}
+    taken = fields_taken_over(source) if "optimum" in source else None
+    return {name.replace("-", "_") for name in names} | set(taken.fields if taken else ())
 
 
 @dataclass(frozen=True)
@@ -362,6 +370,29 @@ def flag_reason(name: str, value: str | None) -> tuple[str, bool]:
     return (
         f"TrainingArguments has no such field: {DROPPED_FIELDS.get(name, 'it only configured optimum-neuron')}",
         False,
+    )
+
+
+def zero_1_reason(script: ShellScript, command: Command, launch: Launch) -> str:
+    """Why ``--zero_1`` goes, with the DistributedConfig that shards like it when the launch says how
+    many processes it starts and the tensor-parallel size."""
+    words = _cli_words(script, command)
+    processes = _option(words, "--nproc_per_node", "--nproc-per-node")
+    nodes = _option(words, "--nnodes") or "1"
+    tp = next((f.value.value for f in neuron_flags(script, launch) if f.name == "tensor_parallel_size" and f.value), None)
+    tp = tp or _option([a.value for a in launch.args], "--tensor_parallel_size", "--tensor-parallel-size") or "1"
+    if not (processes or "").isdigit() or not nodes.isdigit() or not tp.isdigit() or int(tp) < 1:
+        return REVIEWED_FIELDS["zero_1"]
+    world = int(processes) * int(nodes)
+    return zero_1_text(world, int(tp)) if world % int(tp) == 0 else REVIEWED_FIELDS["zero_1"]
+
+
+def zero_1_text(world: int, tp: int) -> str:
+    config = f"tp_size={tp}, fsdp_size={world // tp}" if tp != 1 else f"fsdp_size={world}"
+    return (
+        f"zero_1 dropped: it sharded the optimizer state over the {world // tp} data-parallel ranks of these "
+        f"{world} processes; FSDP shards it (with the parameters and gradients) when the script builds the model "
+        f"with distributed_config=DistributedConfig({config})"
     )
 
 
@@ -448,6 +479,7 @@ def changed_trainer_flags(script: ShellScript, launch: Launch) -> list[NeuronFla
             continue
         removed = name in VERSIONED_FIELDS and not trainer_takes(name)
         renamed = name in RENAMED_FIELDS and trainer_takes(RENAMED_FIELDS[name])
+        renamed = renamed or (name in SFT_RENAMED and parses_sft_config(script_source(script, launch) or ""))
         if removed or renamed:
             out.append(NeuronFlag(name, arg, flag_value(launch.args, k, bool_only=name in SWITCH_FIELDS)))
     return out
@@ -510,12 +542,18 @@ def _renamed(flag: NeuronFlag, launch: Launch) -> FlagEdit:
     return FlagEdit(f"transformers 5 calls it {new} (the old name is an alias until v6)", rename=new)
 
 
+def _sft_renamed(flag: NeuronFlag, launch: Launch) -> FlagEdit:
+    new = SFT_RENAMED[flag.name]
+    return FlagEdit(f"TRL's SFTConfig calls it {new}; HfArgumentParser refuses --{flag.name}", rename=new)
+
+
 # Field -> what becomes of its flag, as the Python rules do with the keyword (optimum_training).
 FLAG_EDITS = {
     "overwrite_output_dir": _overwrite_output_dir,
     "warmup_ratio": _warmup_ratio,
     "logging_dir": _logging_dir,
     **{name: _renamed for name in RENAMED_FIELDS},
+    **{name: _sft_renamed for name in SFT_RENAMED},
 }
 
 
