@@ -15,6 +15,7 @@ from neuron_migrate.rules.env_vars.common import (
     DELETE,
     DELETE_BY_HAND,
     ENV_VARS,
+    FLAG_VARIABLES,
     KEEP,
     RENAME,
     classify_env_var,
@@ -726,10 +727,11 @@ class EnvDecision:
     todo: bool = False  # a deletion that leaves work in the code (DELETE_BY_HAND)
 
 
-def decide_env(setting: Setting) -> EnvDecision | None:
-    """What the table says about one shell setting (the shell twin of the Python rules' ``_decide``)."""
+def decide_env(setting: Setting, flags_of: str = "") -> EnvDecision | None:
+    """What the table says about one shell setting (the shell twin of the Python rules' ``_decide``).
+    ``flags_of``: the setting is of a shell variable that flags variable (NEURON_CC_FLAGS) is set from."""
     name = setting.name
-    action = classify_env_var(name, setting.value)
+    action = classify_env_var(flags_of or name, setting.value)
     if action is None:
         return None
     if setting.unset:
@@ -750,10 +752,25 @@ def decide_env(setting: Setting) -> EnvDecision | None:
     if edited is None:
         return EnvDecision(setting, action.rule, BY_HAND, f"{name}: remove the XLA-era {', '.join(found)} by hand")
     inner = edited.strip("\"'").strip()
+    into = f" (set into {flags_of})" if flags_of else ""
     if inner in (f"${name}", f"${{{name}}}") or (operator == "+=" and not inner):
-        message = f"a {name} setting that only added XLA-era {', '.join(found)}"
+        message = f"a {name} setting that only added XLA-era {', '.join(found)}{into}"
         return EnvDecision(setting, action.rule, DELETE, message, review=True)
-    return EnvDecision(setting, action.rule, KEEP, action.message.format(flags=", ".join(found)), value=edited)
+    message = action.message.format(flags=", ".join(found))
+    return EnvDecision(setting, action.rule, KEEP, f"{name}{into}: {message}" if flags_of else message, value=edited)
+
+
+def _flag_sources(script: ShellScript) -> dict[str, str]:
+    """Shell variables a flags variable is set from (``export NEURON_CC_FLAGS="$FLAGS"``) -> that variable."""
+    out = {}
+    for setting in script.settings():
+        if setting.name not in FLAG_VARIABLES or setting.unset:
+            continue
+        item = setting.item
+        for reference in script.references:
+            if item.start <= reference.start < item.end and reference.name != setting.name:
+                out.setdefault(reference.name, setting.name)
+    return out
 
 
 def _without_flags(raw: str, flags: tuple[str, ...]) -> str | None:
@@ -780,8 +797,11 @@ def apply_env_table(script: ShellScript, ctx: ShellEdits) -> None:
     if not metas:
         return
     by_command: dict[int, list[EnvDecision]] = {}
+    sources = _flag_sources(script)
     for setting in script.settings():
         decision = decide_env(setting)
+        if decision is None and setting.name in sources and not setting.unset:
+            decision = decide_env(setting, flags_of=sources[setting.name])
         if decision is not None and decision.rule in metas:
             by_command.setdefault(setting.command.index, []).append(decision)
     renamed: dict[str, str] = {}
