@@ -95,7 +95,7 @@ class NeuronOnlyTrainingFlags(ShellRule):
         value = flag.value.value if flag.value else flag.flag.value.partition("=")[2] or None
         reason, review = flag_reason(flag.name, value)
         if flag.name == "zero_1" and review:
-            reason = zero_1_reason(script, command, launch)
+            reason, review = zero_1_reason(script, command, launch)
         anchor = _anchor(script, flag.flag.key, command)
         words = [a.word for a in (flag.flag, flag.value) if a is not None and a.word is not None]
         span = (words[0].start, words[-1].end) if words else _command_span(command)

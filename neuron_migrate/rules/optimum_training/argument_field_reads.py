@@ -102,5 +102,9 @@ class ArgumentFieldReads(Rule):
         why = cst.EmptyLine(comment=cst.Comment(f"# {TAKEN_OVER_WHY.format(stock=plan.stock)}"))
         lines[0] = lines[0].with_changes(leading_lines=[why])
         body = updated.body.with_changes(body=[*updated.body.body, *lines])
-        message = f"{plan.own_class} takes over {', '.join(plan.missing)}: the script reads them and their flags parse"
+        fields = ", ".join(plan.missing)
+        if len(plan.missing) == 1:
+            message = f"{plan.own_class} takes over {fields}, which the script reads: its flag still parses"
+        else:
+            message = f"{plan.own_class} takes over {fields}, which the script reads: their flags still parse"
         return Edit(updated.with_changes(body=body), message=message, safe=True)
