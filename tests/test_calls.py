@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from neuron_migrate.rules.calls import new_keyword, with_args
+from neuron_migrate.rules.calls import new_keyword, with_args, with_elements
 
 
 def _rebuilt(code: str, keep: set[str], add: tuple[str, ...] = ()) -> str:
@@ -53,3 +53,22 @@ def test_a_comment_ending_a_line_of_a_call_broken_by_hand_keeps_its_line():
     before = "f(a=1,  # why a\n  b=2)"
     out = _rebuilt(before, {"a"})
     assert "# why a" in out and out.rstrip().endswith(")")
+
+
+def _dict_rebuilt(code: str, keep: set[str], add: tuple[str, ...] = ()) -> str:
+    node = cst.parse_expression(code)
+    elements = [e for e in node.elements if e.key.evaluated_value in keep]
+    elements += [cst.DictElement(cst.SimpleString(f'"{name}"'), cst.Integer("1")) for name in add]
+    out = cst.Module(body=[]).code_for_node(with_elements(node, elements))
+    cst.parse_expression(out)
+    return out
+
+
+def test_a_dict_entry_dropped_last_takes_its_line_comment_and_leaves_the_lines_above_it():
+    before = '{\n    "a": 1,  # keep\n    # about b\n    "b": 2,  # gone\n}'
+    assert _dict_rebuilt(before, {"a"}) == '{\n    "a": 1,  # keep\n    # about b\n}'
+
+
+def test_a_dict_keeps_each_entry_s_comment_when_entries_are_added():
+    before = '{\n    "a": 1,  # first\n    "b": 2  # second\n}'
+    assert _dict_rebuilt(before, {"a", "b"}, add=("c",)) == '{\n    "a": 1,  # first\n    "b": 2,  # second\n    "c": 1\n}'

@@ -116,11 +116,41 @@ def with_args(call: cst.Call, args: Sequence[cst.Arg]) -> cst.Call:
     old = list(call.args)
     if not old or not args:
         return call.with_changes(args=list(args))
-    layout = _Layout(call)
-    origins = _origins(old, args)
+    tail = old[-1].whitespace_after_arg
+    items, opening, tail = _relaid(old, list(args), call.whitespace_before_args, tail)
+    out = []
+    for position, (arg, origin) in enumerate(items):
+        if position == len(items) - 1:
+            before_comma = old[-1].whitespace_after_arg if isinstance(arg.comma, cst.Comma) else tail
+        elif origin is not None and origin != len(old) - 1:
+            before_comma = args[position].whitespace_after_arg
+        else:
+            before_comma = cst.SimpleWhitespace("")
+        out.append(arg.with_changes(whitespace_after_arg=before_comma))
+    return call.with_changes(args=out, whitespace_before_args=opening)
+
+
+def with_elements(node: cst.Dict, elements: Sequence[cst.BaseDictElement]) -> cst.Dict:
+    """``{...}`` with the entries ``elements``, each keeping its comments as :func:`with_args` says."""
+    old = list(node.elements)
+    if not old or not elements:
+        return node.with_changes(elements=list(elements))
+    items, opening, tail = _relaid(old, list(elements), node.lbrace.whitespace_after, node.rbrace.whitespace_before)
+    return node.with_changes(
+        elements=[element for element, _ in items],
+        lbrace=node.lbrace.with_changes(whitespace_after=opening),
+        rbrace=node.rbrace.with_changes(whitespace_before=tail),
+    )
+
+
+def _relaid(old: list, new: list, opening, tail):
+    """The items ``new`` (arguments or dict entries) with the commas, line breaks and comments of ``old``
+    (see :func:`with_args`): ``[(item, position in old or None)]``, the whitespace after the opening
+    bracket, and the whitespace before the closing one when the last item has no comma."""
+    layout = _Layout(old, opening, tail)
+    origins = _origins(old, new)
     kept = {o for o in origins if o is not None}
-    last_old = len(old) - 1
-    # comment lines to put above each new argument, and above the closing parenthesis
+    # comment lines to put above each new item, and above the closing bracket
     above: list[list[cst.EmptyLine]] = []
     seen = -1
     for origin in origins:
@@ -133,29 +163,29 @@ def with_args(call: cst.Call, args: Sequence[cst.Arg]) -> cst.Call:
         above.append(lines)
     footer = [line for index in range(seen + 1, len(old)) if index not in kept for line in layout.above(index)]
     footer += layout.footer()
-    out = []
-    for position, (arg, origin) in enumerate(zip(args, origins)):
+    items = []
+    for position, (item, origin) in enumerate(zip(new, origins)):
         comment = layout.trailing(origin)
-        if position == len(args) - 1:
-            out.append(layout.closing(arg, comment, footer))
-            continue
-        reused = origin is not None and origin != last_old
-        comma = layout.separator(old[origin].comma if reused else None, comment, above[position + 1])
-        before_comma = arg.whitespace_after_arg if reused else cst.SimpleWhitespace("")
-        out.append(arg.with_changes(comma=comma, whitespace_after_arg=before_comma))
-    return call.with_changes(args=out, whitespace_before_args=layout.opening(above[0]))
+        if position == len(new) - 1:
+            item, tail = layout.closing(item, comment, footer)
+        else:
+            reused = origin is not None and origin != len(old) - 1
+            comma = layout.separator(old[origin].comma if reused else None, comment, above[position + 1])
+            item = item.with_changes(comma=comma)
+        items.append((item, origin))
+    return items, layout.opening(above[0]), tail
 
 
-def _origins(old: list[cst.Arg], new: Sequence[cst.Arg]) -> list[int | None]:
-    """For each new argument, the position of the old argument it was made from (None: a new one)."""
+def _origins(old: list, new: list) -> list[int | None]:
+    """For each new item, the position of the old item it was made from (None: a new one)."""
     taken: set[int] = set()
     out: list[int | None] = []
-    for arg in new:
+    for item in new:
         tests = (
-            lambda o: o is arg,
-            lambda o: o.value is arg.value,
-            lambda o: isinstance(o.comma, cst.Comma) and o.comma is arg.comma,
-            lambda o: arg.keyword is not None and o.keyword is not None and o.keyword.value == arg.keyword.value,
+            lambda o: o is item,
+            lambda o: o.value is item.value,
+            lambda o: isinstance(o.comma, cst.Comma) and o.comma is item.comma,
+            lambda o: _name_of(o) is not None and _name_of(o) == _name_of(item),
         )
         origin = next((i for test in tests for i, o in enumerate(old) if i not in taken and test(o)), None)
         if origin is not None:
@@ -164,52 +194,63 @@ def _origins(old: list[cst.Arg], new: Sequence[cst.Arg]) -> list[int | None]:
     return out
 
 
-class _Layout:
-    """Where a call's comments and line breaks are: LibCST keeps the comment ending an argument's line
-    and the comment lines above the next argument in the whitespace after the argument's comma."""
+def _name_of(item) -> str | None:
+    """An argument's keyword or a dict entry's string key."""
+    if isinstance(item, cst.Arg):
+        return item.keyword.value if item.keyword is not None else None
+    key = getattr(item, "key", None)
+    return key.value if isinstance(key, cst.SimpleString) else None
 
-    def __init__(self, call: cst.Call) -> None:
-        self.call = call
-        self.args = list(call.args)
-        commas = [arg.comma for arg in self.args if isinstance(arg.comma, cst.Comma)]
-        between = [arg.comma for arg in self.args[:-1] if isinstance(arg.comma, cst.Comma)]
-        self.sep = _bare(between[0]) if between else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-        # a separator that ends its line, for a comment that needs one in a call written on one line
-        broken = [c for c in commas[: len(between)] if isinstance(c.whitespace_after, cst.ParenthesizedWhitespace)]
+
+class _Layout:
+    """Where the comments and line breaks of a bracketed list are: LibCST keeps the comment ending an
+    item's line and the comment lines above the next item in the whitespace after the item's comma
+    (after the last item without a comma: ``tail``, the whitespace before the closing bracket)."""
+
+    def __init__(self, items: list, opening, tail) -> None:
+        self.items = items
+        self.start = opening
+        self.tail = tail
+        commas = [item.comma for item in items[:-1] if isinstance(item.comma, cst.Comma)]
+        self.sep = _bare(commas[0]) if commas else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        # a separator that ends its line, for a comment that needs one in a list written on one line
+        broken = [c for c in commas if isinstance(c.whitespace_after, cst.ParenthesizedWhitespace)]
         self.line_sep = _bare(broken[0]) if broken else None
 
     def _after(self, index: int):
-        """The whitespace after argument ``index``: after its comma, or up to ``)`` for a last one without."""
-        arg = self.args[index]
-        if isinstance(arg.comma, cst.Comma):
-            return arg.comma.whitespace_after
-        return arg.whitespace_after_arg if index == len(self.args) - 1 else None
+        """The whitespace after item ``index``: after its comma; for the last one, the line break up to the
+        bracket (after its comma in a call, before the bracket in a dict or without a comma)."""
+        item = self.items[index]
+        if index < len(self.items) - 1:
+            return item.comma.whitespace_after if isinstance(item.comma, cst.Comma) else None
+        if isinstance(item.comma, cst.Comma) and isinstance(item.comma.whitespace_after, cst.ParenthesizedWhitespace):
+            return item.comma.whitespace_after
+        return self.tail
 
     def above(self, index: int) -> list[cst.EmptyLine]:
-        """The comment lines above argument ``index`` (those above the first one stay after ``(``)."""
+        """The comment lines above item ``index`` (those above the first one stay after the bracket)."""
         if index == 0:
             return []
         after = self._after(index - 1)
         return list(after.empty_lines) if isinstance(after, cst.ParenthesizedWhitespace) else []
 
     def trailing(self, index: int | None) -> cst.TrailingWhitespace:
-        """The end of argument ``index``'s line: its comment, if any."""
+        """The end of item ``index``'s line: its comment, if any."""
         after = self._after(index) if index is not None else None
         return after.first_line if isinstance(after, cst.ParenthesizedWhitespace) else cst.TrailingWhitespace()
 
     def footer(self) -> list[cst.EmptyLine]:
-        after = self._after(len(self.args) - 1)
+        after = self._after(len(self.items) - 1)
         return list(after.empty_lines) if isinstance(after, cst.ParenthesizedWhitespace) else []
 
-    def opening(self, lines: list[cst.EmptyLine]) -> cst.BaseParenthesizableWhitespace:
-        start = self.call.whitespace_before_args
+    def opening(self, lines: list[cst.EmptyLine]):
         if not lines:
-            return start
-        if isinstance(start, cst.ParenthesizedWhitespace):
-            return start.with_changes(empty_lines=[*start.empty_lines, *lines])
+            return self.start
+        if isinstance(self.start, cst.ParenthesizedWhitespace):
+            return self.start.with_changes(empty_lines=[*self.start.empty_lines, *lines])
         if self.line_sep is not None:
             return self.line_sep.whitespace_after.with_changes(empty_lines=lines)
-        return start  # a call written on one line has no comment lines to keep
+        return self.start  # a list written on one line has no comment lines to keep
 
     def separator(self, comma, comment: cst.TrailingWhitespace, lines: list[cst.EmptyLine]):
         base = _bare(comma) if isinstance(comma, cst.Comma) else self.sep
@@ -219,17 +260,18 @@ class _Layout:
             base = self.line_sep or base
         return _ending(base, comment, lines)
 
-    def closing(self, arg: cst.Arg, comment: cst.TrailingWhitespace, lines: list[cst.EmptyLine]) -> cst.Arg:
-        last = self.args[-1]
-        if isinstance(last.comma, cst.Comma):
-            comma = _ending(last.comma, comment, lines)
-            return arg.with_changes(comma=comma, whitespace_after_arg=last.whitespace_after_arg)
-        after = last.whitespace_after_arg
+    def closing(self, item, comment: cst.TrailingWhitespace, lines: list[cst.EmptyLine]):
+        """The last item and the whitespace before the closing bracket."""
+        last = self.items[-1]
+        comma = last.comma if isinstance(last.comma, cst.Comma) else cst.MaybeSentinel.DEFAULT
+        if isinstance(comma, cst.Comma) and isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace):
+            return item.with_changes(comma=_ending(comma, comment, lines)), self.tail
+        after = self.tail
         if isinstance(after, cst.ParenthesizedWhitespace):
             after = after.with_changes(first_line=comment, empty_lines=lines)
         elif comment.comment is not None or lines:
             after = cst.ParenthesizedWhitespace(first_line=comment, empty_lines=lines, indent=True)
-        return arg.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=after)
+        return item.with_changes(comma=comma), after
 
 
 def _bare(comma: cst.Comma) -> cst.Comma:

@@ -12,7 +12,7 @@ from libcst.metadata import ScopeProvider
 from neuron_migrate.migrate.context import code_of
 from neuron_migrate.rules import hf_fields as hf
 from neuron_migrate.rules.base import REVIEW, Edit, Fact, Rule
-from neuron_migrate.rules.calls import UNKNOWN, bind_args, keyword_arg, literal, new_keyword
+from neuron_migrate.rules.calls import UNKNOWN, bind_args, keyword_arg, literal, new_keyword, with_elements
 from neuron_migrate.rules.optimum_names import optimum_names, with_methods
 from neuron_migrate.rules.optimum_training.field_reads import FIELD_READS, FieldPlan, plan_fields
 from neuron_migrate.rules.tables.optimum_training import MODEL_CLASSES, TRAINING_MODELS_PACKAGE
@@ -577,20 +577,6 @@ class ArgumentEdits:
     consumed: bool = False
 
 
-def carry_comments(kept: list, dropped) -> None:
-    """Comment lines between a dropped argument (or dict entry) and the next one describe the next one:
-    they move to the comma of the entry kept before it."""
-    whitespace = dropped.comma.whitespace_after if isinstance(dropped.comma, cst.Comma) else None
-    if not isinstance(whitespace, cst.ParenthesizedWhitespace) or not kept:
-        return
-    lines = [line for line in whitespace.empty_lines if line.comment is not None]
-    previous = kept[-1].comma.whitespace_after if isinstance(kept[-1].comma, cst.Comma) else None
-    if not lines or not isinstance(previous, cst.ParenthesizedWhitespace):
-        return
-    previous = previous.with_changes(empty_lines=[*previous.empty_lines, *lines])
-    kept[-1] = kept[-1].with_changes(comma=kept[-1].comma.with_changes(whitespace_after=previous))
-
-
 def edited_args(args: Iterable[cst.Arg], edits: ArgumentEdits) -> list[cst.Arg]:
     out: list[cst.Arg] = []
     for arg in args:
@@ -613,7 +599,7 @@ def _with_entries(value: cst.BaseExpression, entries: dict[str, str]) -> cst.Bas
     if isinstance(value, cst.Call):
         return with_args(value, [*value.args, *(new_keyword(k, v) for k, v in entries.items())])
     added = [cst.DictElement(cst.SimpleString(f'"{k}"'), cst.parse_expression(v)) for k, v in entries.items()]
-    return value.with_changes(elements=relaid(value.elements, [*value.elements, *added]))
+    return with_elements(value, [*value.elements, *added])
 
 
 def edited_dict(node: cst.Dict, edits: ArgumentEdits) -> cst.Dict:
@@ -621,8 +607,7 @@ def edited_dict(node: cst.Dict, edits: ArgumentEdits) -> cst.Dict:
     for element in node.elements:
         key = element.key.evaluated_value  # only literal dicts are edited (see literal_entries)
         if key in edits.drop:
-            carry_comments(elements, element)
-            continue
+            continue  # with_elements moves the comment lines above it to the next entry
         if key in edits.values:
             element = element.with_changes(value=cst.parse_expression(edits.values[key]))
         if key == "model_init_kwargs" and edits.init_kwargs:
@@ -632,21 +617,7 @@ def edited_dict(node: cst.Dict, edits: ArgumentEdits) -> cst.Dict:
             element = element.with_changes(key=cst.SimpleString(f"{quote}{edits.rename[key]}{quote}"))
         elements.append(element)
     elements += [cst.DictElement(cst.SimpleString(f'"{k}"'), cst.parse_expression(v)) for k, v in edits.add]
-    return node.with_changes(elements=relaid(node.elements, elements))
-
-
-def relaid(old, new: list) -> list:
-    """Dict entries ``new`` separated like ``old`` was: its first comment-free comma between entries,
-    and its last entry's comma (trailing comma and closing line) on the new last entry."""
-    gap = next(
-        (e.comma for e in old[:-1] if isinstance(e.comma, cst.Comma) and "#" not in code_of(e.comma)),
-        cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
-    )
-    closing = old[-1].comma if old else cst.MaybeSentinel.DEFAULT
-    out = [e if isinstance(e.comma, cst.Comma) and e.comma is not closing else e.with_changes(comma=gap) for e in new]
-    if out:
-        out[-1] = out[-1].with_changes(comma=closing)
-    return out
+    return with_elements(node, elements)
 
 
 def rebuilt(call: cst.Call, args: list[cst.Arg]) -> cst.Call:
