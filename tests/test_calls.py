@@ -71,4 +71,5 @@ def test_a_dict_entry_dropped_last_takes_its_line_comment_and_leaves_the_lines_a
 
 def test_a_dict_keeps_each_entry_s_comment_when_entries_are_added():
     before = '{\n    "a": 1,  # first\n    "b": 2  # second\n}'
-    assert _dict_rebuilt(before, {"a", "b"}, add=("c",)) == '{\n    "a": 1,  # first\n    "b": 2,  # second\n    "c": 1\n}'
+    after = '{\n    "a": 1,  # first\n    "b": 2,  # second\n    "c": 1\n}'
+    assert _dict_rebuilt(before, {"a", "b"}, add=("c",)) == after

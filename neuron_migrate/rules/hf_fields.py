@@ -427,7 +427,9 @@ def parses_sft_config(source: str) -> bool:
 
 
 def _taken_over(tree: ast.Module, own: ast.ClassDef, own_var: str, neuron_vars: frozenset[str]) -> TakenOver | None:
-    declared = {node.target.id for node in own.body if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)}
+    declared = {
+        node.target.id for node in own.body if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+    }
     wanted = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in neuron_vars:

@@ -374,21 +374,24 @@ def flag_reason(name: str, value: str | None) -> tuple[str, bool]:
     )
 
 
+ONE_REPLICA = "TrainingArguments has no such field, and this launch has one data-parallel rank: nothing to shard"
+
+
 def zero_1_reason(script: ShellScript, command: Command, launch: Launch) -> tuple[str, bool]:
     """Why ``--zero_1`` goes, with the DistributedConfig that shards like it when the launch says how
     many processes it starts and the tensor-parallel size."""
     words = _cli_words(script, command)
     processes = _option(words, "--nproc_per_node", "--nproc-per-node")
     nodes = _option(words, "--nnodes") or "1"
-    tp = next((f.value.value for f in neuron_flags(script, launch) if f.name == "tensor_parallel_size" and f.value), None)
-    tp = tp or _option([a.value for a in launch.args], "--tensor_parallel_size", "--tensor-parallel-size") or "1"
+    # the size may stay on the launch line (the script's own dataclass takes it over), so it is read there
+    tp = _option([a.value for a in launch.args], "--tensor_parallel_size", "--tensor-parallel-size") or "1"
     if not (processes or "").isdigit() or not nodes.isdigit() or not tp.isdigit() or int(tp) < 1:
         return REVIEWED_FIELDS["zero_1"], True
     world = int(processes) * int(nodes)
     if world % int(tp):
         return REVIEWED_FIELDS["zero_1"], True
     if world == int(tp):
-        return "TrainingArguments has no such field, and this launch has one data-parallel rank: nothing to shard", False
+        return ONE_REPLICA, False
     return zero_1_text(world, int(tp)), True
 
 

@@ -117,7 +117,8 @@ def plan_fields(scanner, argument_classes) -> FieldPlan:
         receiver = plan.receivers.get(id(attr.value))
         if receiver and attr.attr.value in hf.TRN_CONFIG_FIELDS and id(attr) not in scanner.seen.stores:
             code = f"{receiver}.{attr.attr.value}"
-            plan.reads[id(attr)] = FieldRead(code, f"`{code_of(attr)}` read from `{code}`: {plan.own_class} takes it over")
+            note = f"`{code_of(attr)}` read from `{code}`: {plan.own_class} takes it over"
+            plan.reads[id(attr)] = FieldRead(code, note)
             facts.skip_nodes.add(id(attr.value))
     return plan
 
