@@ -1092,10 +1092,11 @@ def zero_1_step(tp_size: str | None) -> str:
 
 
 def fsdp_size_code(ctx, tp_size: str | None) -> str:
-    """The data-parallel size under torchrun: the world size over the tensor-parallel size."""
+    """The data-parallel size under torchrun: the world size over the tensor-parallel size (at least 1, so
+    the arguments still build in one process, where loading a sharded model fails as it did)."""
     os_name = ctx.require_import("os")
     world = f'int({os_name}.environ.get("WORLD_SIZE", "1"))'
-    return f"{world} // {tp_size}" if tp_size else world
+    return f"max(1, {world} // {tp_size})" if tp_size else world
 
 
 # NeuronAccelerator keyword arguments with no Accelerator counterpart.
