@@ -137,3 +137,78 @@ def test_migrated_inference_script_computes_on_the_device_what_the_stock_script_
     computed = device.stdout.strip().splitlines()[-1]
     assert computed == cpu.stdout.strip().splitlines()[-1]
     assert computed.split(" ", 1)[1].startswith("the cat sat") and len(computed.split()) > 4, computed
+
+
+# The shape of the most common optimum-neuron SFT script: the script's own dataclass parsed next to
+# NeuronTrainingArguments, the model loaded under lazy_load_for_parallelism with the parsed tensor-parallel
+# size, and NeuronSFTConfig built from the parsed arguments' dict.
+LEGACY_SFT_TEMPLATE = """\
+from dataclasses import dataclass, field
+
+from datasets import Dataset
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from optimum.neuron import NeuronHfArgumentParser as HfArgumentParser
+from optimum.neuron import NeuronSFTConfig, NeuronSFTTrainer, NeuronTrainingArguments
+from optimum.neuron.distributed import lazy_load_for_parallelism
+
+
+@dataclass
+class ScriptArguments:
+    model_id: str = field(default="", metadata={"help": "checkpoint to fine-tune"})
+
+
+def training_function(script_args, training_args):
+    tokenizer = AutoTokenizer.from_pretrained(script_args.model_id)
+    dataset = Dataset.from_dict({"text": ["the cat sat on the mat", "hello world good answer"] * 4})
+    with lazy_load_for_parallelism(tensor_parallel_size=training_args.tensor_parallel_size):
+        model = AutoModelForCausalLM.from_pretrained(script_args.model_id)
+    args = training_args.to_dict()
+    sft_config = NeuronSFTConfig(max_seq_length=16, packing=False, **args)
+    trainer = NeuronSFTTrainer(model=model, args=sft_config, train_dataset=dataset, tokenizer=tokenizer)
+    trainer.train()
+    print("trained with tensor parallel size", training_args.tensor_parallel_size)
+
+
+def main():
+    parser = HfArgumentParser([ScriptArguments, NeuronTrainingArguments])
+    script_args, training_args = parser.parse_args_into_dataclasses()
+    training_function(script_args, training_args)
+
+
+if __name__ == "__main__":
+    main()
+"""
+LEGACY_SFT_LAUNCH = """\
+#!/bin/bash
+torchrun --nproc_per_node 1 train.py --model_id MODEL --tensor_parallel_size 1 --zero_1 true \\
+    --output_dir OUT --max_steps 1 --per_device_train_batch_size 2 --report_to none --save_strategy no --logging_steps 1
+"""
+
+
+def test_the_common_sft_template_trains_a_step_on_the_device_with_its_migrated_launch_line(tmp_path):
+    """No read of a field the stock arguments lack survives the migration: the parsed tensor-parallel size
+    moves into ScriptArguments, whose flag the migrated launch line keeps, and the script trains a step."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "train.py").write_text(LEGACY_SFT_TEMPLATE)
+    (project / "run.sh").write_text(LEGACY_SFT_LAUNCH)
+    rewrite = subprocess.run(
+        [sys.executable, "-m", "neuron_migrate", "rewrite", str(project)],
+        cwd=tmp_path, env=_env(ROOT), capture_output=True, text=True, timeout=300,
+    )
+    assert rewrite.returncode == 1, rewrite.stdout + rewrite.stderr
+    migrated = (project / "train.py").read_text()
+    assert "training_args.tensor_parallel_size" not in migrated and not unmarked_legacy_references(migrated)
+    assert "DistributedConfig(tp_size=script_args.tensor_parallel_size)" in migrated
+    launch = (project / "run.sh").read_text()
+    words = " ".join(line.rstrip("\\") for line in launch.splitlines() if not line.startswith("#")).split()
+    args = words[words.index("train.py") + 1 :]
+    assert "--tensor_parallel_size" in args and "--zero_1" not in args and "--torch_compile_backend" in args
+    model = save_tiny_llama(tmp_path / "tiny-llama")
+    args = [{"MODEL": model, "OUT": str(tmp_path / "out")}.get(word, word) for word in args]
+    run = _emulate(project, "train.py", *args)
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, output
+    assert output.count("'loss'") == 1, "one loss log for the one step:\n" + output
+    assert "trained with tensor parallel size 1" in output

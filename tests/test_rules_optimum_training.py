@@ -199,6 +199,25 @@ def test_sft_tensor_parallel_size_becomes_a_distributed_config(migrate, settings
     assert isinstance(distributed, DistributedConfig) and distributed.tp_size == 2
 
 
+def test_zero_1_becomes_fsdp_over_the_data_parallel_ranks_of_the_launch(migrate, settings, tmp_path):
+    code = _migrate(
+        migrate,
+        """
+        from optimum.neuron import NeuronSFTConfig
+
+        config = NeuronSFTConfig(output_dir=OUT, tensor_parallel_size=2, zero_1=True, report_to="none")
+        """,
+    )
+    assert _run(code, OUT=str(tmp_path))["config"].model_init_kwargs["distributed_config"].tp_size == 2
+    # The sizes under torchrun --nproc_per_node 8 (a process group is not started here to see them).
+    from transformers.distributed import DistributedConfig
+
+    written = re.search(r"DistributedConfig\(.*\)(?=\})", code).group(0)
+    launched = SimpleNamespace(environ={"WORLD_SIZE": "8"})
+    distributed = eval(written, {"DistributedConfig": DistributedConfig, "os": launched})  # noqa: S307
+    assert (distributed.tp_size, distributed.fsdp_size) == (2, 4)
+
+
 def test_spread_dict_is_edited_into_valid_arguments(migrate, settings, tmp_path):
     code = _migrate(
         migrate,
@@ -215,7 +234,8 @@ def test_spread_dict_is_edited_into_valid_arguments(migrate, settings, tmp_path)
         """,
         complete=False,
     )
-    assert "TODO(neuron-migrate" not in code
+    # the one thing left: ZeRO-1 is FSDP now, given where the model is built
+    assert code.count("TODO(neuron-migrate") == 1 and "DistributedConfig(fsdp_size=" in code
     args = _run(code, OUT=str(tmp_path))["args"]
     assert args.warmup_steps == 0.2 and args.torch_compile_backend == "neuron"
 

@@ -462,9 +462,10 @@ def test_optimum_sft_launch_script(examples, plan):
     text = _migrated(examples, "optimum-sft", plan)
     assert f"# TODO(neuron-migrate NM502): deleted XLA_USE_BF16: {ENV_VARS['XLA_USE_BF16'].message}\n" in text
     assert f"export {ASYNC_LOAD}=1\n" in text and "export XLA_USE_BF16" not in text
-    assert "--tensor_parallel_size" not in text.split("ARGS=(")[1] and "--zero_1" not in text.split("ARGS=(")[1]
-    assert f"    --bf16 true\n    {COMPILE_FLAGS}\n    --per_device_train_batch_size 1\n" in text
-    assert "DistributedConfig(tp_size=2)" in text
+    # train.py reads the tensor-parallel size, which its own ScriptArguments takes over: the flag stays
+    assert "    --tensor_parallel_size 2\n" in text and "--zero_1" not in text.split("ARGS=(")[1]
+    assert f"    --tensor_parallel_size 2\n    {COMPILE_FLAGS}\n    --per_device_train_batch_size 1\n" in text
+    assert "zero_1 dropped" in text
     assert '    "${LAUNCH[@]}" train.py "${ARGS[@]}" --max_steps "${MAX_STEPS}" "$@"\n' in text
     assert 'export NEURON_CC_FLAGS="--model-type transformer"\n' in text
     assert "# TODO(neuron-migrate NM504): NEURON_FUSE_SOFTMAX" in text

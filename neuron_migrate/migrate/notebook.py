@@ -939,7 +939,12 @@ def _shell_pass(cells, names, path, plan, no_comments: bool, migration: Migratio
             starts.append(len(script_lines) + 1)
             script_lines.extend(fragment.lines)
         script = "\n".join(script_lines) + "\n"
-        result = migrate_shell_text(script, path, plan, no_comments=no_comments, cell=None, python=python)
+        written = {
+            os.path.normpath(c.written_path): c.body if c.body is not None else "".join(c.lines[1:])
+            for c in cells
+            if c.mode == PYTHON_FILE
+        }
+        result = migrate_shell_text(script, path, plan, no_comments=no_comments, cell=None, files=written, python=python)
         outputs = _split_script(result.text, len(fragments), names)
         dropped: set[int] = set()
         for number, (fragment, output) in enumerate(zip(fragments, outputs)):

@@ -514,6 +514,8 @@ class ShellScript:
         self.refused: list[tuple[int, int]] = []  # groups bashlex would not parse: left as they are
         # What one rule worked out about the script that the next can reuse (the launches).
         self.shared: dict[str, object] = {}
+        # Files the script's own container writes (a notebook's %%writefile cells): path -> text.
+        self.files: dict[str, str] = {}
         self._newlines = [i for i, c in enumerate(text) if c == "\n"]
         for start, end in self.layout.groups:
             self._read_group(start, end)
@@ -1202,16 +1204,26 @@ class ShellResult:
 
 
 def migrate_shell_text(
-    text: str, path: str, plan: RulePlan, *, no_comments: bool = False, cell: int | None = None, python: str = ""
+    text: str,
+    path: str,
+    plan: RulePlan,
+    *,
+    no_comments: bool = False,
+    cell: int | None = None,
+    files: dict[str, str] | None = None,
+    python: str = "",
 ) -> ShellResult:
     """Migrate one shell text (a script, a notebook ``%%bash`` cell or a ``!`` line).
 
     Findings' lines are relative to ``text`` and carry ``cell``. What bashlex cannot parse is left
     alone. Marker comments and an added ``export`` are whole lines of their own, so the result may
-    have more lines than ``text``. ``python`` is the code that runs next to it (a notebook's cells).
+    have more lines than ``text``. ``python`` is the code that runs next to it (a notebook's cells); ``files`` are
+    the texts of files the notebook writes itself (normalised path -> text), which the rules read before the disk
+    for a script the text launches.
     """
     apply_rules = hooks_for("shell")
     script = ShellScript(text, path, python)
+    script.files = dict(files or {})
     edits = ShellEdits(script, {rule.meta.id for rule in plan.index.rules}, no_comments, cell)
     apply_rules(script, edits, plan)
     return ShellResult(edits.apply(), edits.findings)

@@ -105,6 +105,191 @@ def new_keyword(name: str, value: str) -> cst.Arg:
     return cst.Arg(keyword=cst.Name(name), value=cst.parse_expression(value), equal=_TIGHT_EQUAL)
 
 
+def with_args(call: cst.Call, args: Sequence[cst.Arg]) -> cst.Call:
+    """``call`` with the argument list ``args``, in the call's layout (one line, or one argument per line).
+
+    An argument of ``call`` that ``args`` keeps (the same node, or one made from it: the same value,
+    comma or keyword) keeps its comments: the comment lines above it and the one ending its line. The
+    comment lines above an argument that goes move to the next argument kept, or above the closing
+    parenthesis, as a deleted statement's move to the next statement; the comment ending its line goes
+    with it. A new argument gets a line of its own in a one-argument-per-line call."""
+    old = list(call.args)
+    if not old or not args:
+        return call.with_changes(args=list(args))
+    tail = old[-1].whitespace_after_arg
+    items, opening, tail = _relaid(old, list(args), call.whitespace_before_args, tail)
+    out = []
+    for position, (arg, origin) in enumerate(items):
+        if position == len(items) - 1:
+            before_comma = old[-1].whitespace_after_arg if isinstance(arg.comma, cst.Comma) else tail
+        elif origin is not None and origin != len(old) - 1:
+            before_comma = args[position].whitespace_after_arg
+        else:
+            before_comma = cst.SimpleWhitespace("")
+        out.append(arg.with_changes(whitespace_after_arg=before_comma))
+    return call.with_changes(args=out, whitespace_before_args=opening)
+
+
+def with_elements(node: cst.Dict, elements: Sequence[cst.BaseDictElement]) -> cst.Dict:
+    """``{...}`` with the entries ``elements``, each keeping its comments as :func:`with_args` says."""
+    old = list(node.elements)
+    if not old or not elements:
+        return node.with_changes(elements=list(elements))
+    items, opening, tail = _relaid(old, list(elements), node.lbrace.whitespace_after, node.rbrace.whitespace_before)
+    return node.with_changes(
+        elements=[element for element, _ in items],
+        lbrace=node.lbrace.with_changes(whitespace_after=opening),
+        rbrace=node.rbrace.with_changes(whitespace_before=tail),
+    )
+
+
+def _relaid(old: list, new: list, opening, tail):
+    """The items ``new`` (arguments or dict entries) with the commas, line breaks and comments of ``old``
+    (see :func:`with_args`): ``[(item, position in old or None)]``, the whitespace after the opening
+    bracket, and the whitespace before the closing one when the last item has no comma."""
+    layout = _Layout(old, opening, tail)
+    origins = _origins(old, new)
+    kept = {o for o in origins if o is not None}
+    # comment lines to put above each new item, and above the closing bracket
+    above: list[list[cst.EmptyLine]] = []
+    seen = -1
+    for origin in origins:
+        lines: list[cst.EmptyLine] = []
+        if origin is not None:
+            for index in range(seen + 1, origin + 1):
+                if index == origin or index not in kept:
+                    lines += layout.above(index)
+            seen = max(seen, origin)
+        above.append(lines)
+    footer = [line for index in range(seen + 1, len(old)) if index not in kept for line in layout.above(index)]
+    footer += layout.footer()
+    items = []
+    for position, (item, origin) in enumerate(zip(new, origins)):
+        comment = layout.trailing(origin)
+        if position == len(new) - 1:
+            item, tail = layout.closing(item, comment, footer)
+        else:
+            reused = origin is not None and origin != len(old) - 1
+            comma = layout.separator(old[origin].comma if reused else None, comment, above[position + 1])
+            item = item.with_changes(comma=comma)
+        items.append((item, origin))
+    return items, layout.opening(above[0]), tail
+
+
+def _origins(old: list, new: list) -> list[int | None]:
+    """For each new item, the position of the old item it was made from (None: a new one)."""
+    taken: set[int] = set()
+    out: list[int | None] = []
+    for item in new:
+        tests = (
+            lambda o: o is item,
+            lambda o: o.value is item.value,
+            lambda o: isinstance(o.comma, cst.Comma) and o.comma is item.comma,
+            lambda o: _name_of(o) is not None and _name_of(o) == _name_of(item),
+        )
+        origin = next((i for test in tests for i, o in enumerate(old) if i not in taken and test(o)), None)
+        if origin is not None:
+            taken.add(origin)
+        out.append(origin)
+    return out
+
+
+def _name_of(item) -> str | None:
+    """An argument's keyword or a dict entry's string key."""
+    if isinstance(item, cst.Arg):
+        return item.keyword.value if item.keyword is not None else None
+    key = getattr(item, "key", None)
+    return key.value if isinstance(key, cst.SimpleString) else None
+
+
+class _Layout:
+    """Where the comments and line breaks of a bracketed list are: LibCST keeps the comment ending an
+    item's line and the comment lines above the next item in the whitespace after the item's comma
+    (after the last item without a comma: ``tail``, the whitespace before the closing bracket)."""
+
+    def __init__(self, items: list, opening, tail) -> None:
+        self.items = items
+        self.start = opening
+        self.tail = tail
+        commas = [item.comma for item in items[:-1] if isinstance(item.comma, cst.Comma)]
+        self.sep = _bare(commas[0]) if commas else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        # a separator that ends its line, for a comment that needs one in a list written on one line
+        broken = [c for c in commas if isinstance(c.whitespace_after, cst.ParenthesizedWhitespace)]
+        self.line_sep = _bare(broken[0]) if broken else None
+
+    def _after(self, index: int):
+        """The whitespace after item ``index``: after its comma; for the last one, the line break up to the
+        bracket (after its comma in a call, before the bracket in a dict or without a comma)."""
+        item = self.items[index]
+        if index < len(self.items) - 1:
+            return item.comma.whitespace_after if isinstance(item.comma, cst.Comma) else None
+        if isinstance(item.comma, cst.Comma) and isinstance(item.comma.whitespace_after, cst.ParenthesizedWhitespace):
+            return item.comma.whitespace_after
+        return self.tail
+
+    def above(self, index: int) -> list[cst.EmptyLine]:
+        """The comment lines above item ``index`` (those above the first one stay after the bracket)."""
+        if index == 0:
+            return []
+        after = self._after(index - 1)
+        return list(after.empty_lines) if isinstance(after, cst.ParenthesizedWhitespace) else []
+
+    def trailing(self, index: int | None) -> cst.TrailingWhitespace:
+        """The end of item ``index``'s line: its comment, if any."""
+        after = self._after(index) if index is not None else None
+        return after.first_line if isinstance(after, cst.ParenthesizedWhitespace) else cst.TrailingWhitespace()
+
+    def footer(self) -> list[cst.EmptyLine]:
+        after = self._after(len(self.items) - 1)
+        return list(after.empty_lines) if isinstance(after, cst.ParenthesizedWhitespace) else []
+
+    def opening(self, lines: list[cst.EmptyLine]):
+        if not lines:
+            return self.start
+        if isinstance(self.start, cst.ParenthesizedWhitespace):
+            return self.start.with_changes(empty_lines=[*self.start.empty_lines, *lines])
+        if self.line_sep is not None:
+            return self.line_sep.whitespace_after.with_changes(empty_lines=lines)
+        return self.start  # a list written on one line has no comment lines to keep
+
+    def separator(self, comma, comment: cst.TrailingWhitespace, lines: list[cst.EmptyLine]):
+        base = _bare(comma) if isinstance(comma, cst.Comma) else self.sep
+        if not isinstance(base.whitespace_after, cst.ParenthesizedWhitespace):
+            if comment.comment is None and not lines:
+                return base
+            base = self.line_sep or base
+        return _ending(base, comment, lines)
+
+    def closing(self, item, comment: cst.TrailingWhitespace, lines: list[cst.EmptyLine]):
+        """The last item and the whitespace before the closing bracket."""
+        last = self.items[-1]
+        comma = last.comma if isinstance(last.comma, cst.Comma) else cst.MaybeSentinel.DEFAULT
+        if isinstance(comma, cst.Comma) and isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace):
+            return item.with_changes(comma=_ending(comma, comment, lines)), self.tail
+        after = self.tail
+        if isinstance(after, cst.ParenthesizedWhitespace):
+            after = after.with_changes(first_line=comment, empty_lines=lines)
+        elif comment.comment is not None or lines:
+            after = cst.ParenthesizedWhitespace(first_line=comment, empty_lines=lines, indent=True)
+        return item.with_changes(comma=comma), after
+
+
+def _bare(comma: cst.Comma) -> cst.Comma:
+    """``comma`` without the comments of the lines it spans (its line break and indentation kept)."""
+    return _ending(comma, cst.TrailingWhitespace(), [])
+
+
+def _ending(comma: cst.Comma, comment: cst.TrailingWhitespace, lines: list[cst.EmptyLine]) -> cst.Comma:
+    """``comma`` ending its line with ``comment``, with the comment ``lines`` below it."""
+    after = comma.whitespace_after
+    if isinstance(after, cst.ParenthesizedWhitespace):
+        return comma.with_changes(whitespace_after=after.with_changes(first_line=comment, empty_lines=lines))
+    if comment.comment is None and not lines:
+        return comma
+    line = cst.ParenthesizedWhitespace(first_line=comment, empty_lines=lines, indent=True)
+    return comma.with_changes(whitespace_after=line)
+
+
 def spread_arguments(arg: cst.Arg | None) -> str:
     """An ``args=(a, b)`` argument as call arguments: ``a, b``, or ``*args`` when not a literal."""
     if arg is None:

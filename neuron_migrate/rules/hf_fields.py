@@ -134,6 +134,14 @@ NEURON_ONLY_FIELDS = frozenset({*DROPPED_FIELDS, *REVIEWED_FIELDS, *PARALLEL_FIE
 
 # NeuronSFTConfig's own renames on top of the TrainingArguments map.
 SFT_RENAMED = {"max_seq_length": "max_length"}
+# NeuronSFTTrainer padded every batch to max_length; TRL's SFTConfig(pad_to_multiple_of="auto") pads to a
+# multiple of 128 on the neuron device (trl/trainer/sft_config.py), a few static shapes with less padding.
+SFT_PADDING_DEFAULT = (
+    'pad_to_multiple_of left to TRL\'s "auto": batches padded to a multiple of 128 on the neuron device '
+    "(optimum-neuron padded every batch to max_length)"
+)
+# The longest sequence of the published TorchNeuron fine-tuning recipe (Hugging Face on Trainium).
+RECIPE_MAX_LENGTH = 2048
 
 # TrainingNeuronConfig fields (0.4.5): only the sizes have DistributedConfig counterparts.
 TRN_CONFIG_ORDER = (
@@ -305,3 +313,199 @@ def _base_fields(base: str, path: Path, tree: ast.Module, root: Path, depth: int
             return _dataclass_fields(source, base, root, depth + 1)
     # A base from elsewhere (object, a mixin without fields) adds nothing we can read.
     return frozenset()
+
+
+# ----- Neuron-only fields a script keeps reading -----------------------------------------------------
+
+# The argument parsers of Hugging Face scripts, and their methods that return the parsed dataclasses.
+PARSER_NAMES = ("HfArgumentParser", "NeuronHfArgumentParser", "TrlParser")
+PARSE_METHODS = frozenset(
+    {"parse_args_into_dataclasses", "parse_args_and_config", "parse_dict", "parse_json_file", "parse_yaml_file"}
+)
+# The optimum-neuron arguments dataclasses a parser can be built from.
+NEURON_ARGUMENT_CLASSES = frozenset(
+    {"NeuronTrainingArguments", "Seq2SeqNeuronTrainingArguments", "NeuronSFTConfig", "NeuronORPOConfig"}
+)
+# The type and default (optimum-neuron 0.4.5) of each Neuron-only field, declared again in a script's own
+# dataclass that takes the field over; fields of older releases take the type their values had.
+NEURON_FIELD_DECLARATIONS = {
+    "tensor_parallel_size": ("int", "1"),
+    "pipeline_parallel_size": ("int", "1"),
+    "zero_1": ("bool", "True"),
+    "stochastic_rounding_enabled": ("bool", "True"),
+    "optimizer_use_master_weights": ("bool", "True"),
+    "optimizer_use_fp32_grad_acc": ("bool", "True"),
+    "optimizer_save_master_weights_in_ckpt": ("bool", "False"),
+    "neuron_cc_optlevel": ("int | None", "None"),
+    "disable_sequence_parallel": ("bool", "False"),
+    "kv_size_multiplier": ("int | None", "None"),
+    "dataloader_prefetch_size": ("int | None", "None"),
+    "skip_cache_push": ("bool", "False"),
+    "num_local_ranks_per_step": ("int", "8"),
+    "num_ranks_per_loading_step": ("int", "8"),
+    "use_xser": ("bool", "True"),
+    "async_save": ("bool", "False"),
+    "fuse_qkv": ("bool", "False"),
+    "recompute_causal_mask": ("bool", "True"),
+    "disable_embedding_parallelization": ("bool", "False"),
+    "transpose_nki_inputs": ("bool", "True"),
+    "enable_throughput_metrics": ("bool", "True"),
+    "enable_mfu_metrics": ("bool", "True"),
+    "enable_efficiency_metrics": ("bool", "True"),
+    "metrics_window_size": ("int", "50"),
+    "half_precision_backend": ("str", '"auto"'),
+    "use_autocast": ("bool", "False"),
+    "pipeline_parallel_num_microbatches": ("int", "-1"),
+}
+# What ``args.trn_config`` was built from: the sizes a DistributedConfig takes instead.
+TRN_CONFIG_FIELDS = ("tensor_parallel_size", "pipeline_parallel_size")
+
+
+@dataclass(frozen=True)
+class TakenOver:
+    """The Neuron-only fields a script reads from its parsed Neuron arguments (``neuron_vars``), which its
+    own dataclass ``own_class`` (parsed into ``own_var`` by the same parser) declares after the migration,
+    so that their command-line flags still parse and the script still reads them."""
+
+    own_class: str
+    own_var: str
+    neuron_vars: frozenset[str]
+    fields: tuple[str, ...]
+    # those the class does not declare yet
+    missing: tuple[str, ...] = ()
+
+
+def fields_taken_over(source: str) -> TakenOver | None:
+    """What :class:`TakenOver` says for a legacy script (None: no such parser, or nothing to take over).
+
+    Read with ``ast`` from the script's text, so a launch script's rules, which see the Python file
+    before or after its migration, decide as the Python rules do: after it, the fields are the own
+    dataclass's own (and the legacy parser is gone)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    neuron = _neuron_class_names(tree)
+    if not neuron:
+        return None
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef) and _is_dataclass(node)}
+    parsers = _parser_elements(tree)
+    for node in ast.walk(tree):
+        found = _parse_targets(node, parsers)
+        if found is None:
+            continue
+        neuron_vars, own = set(), None
+        for element, target in found:
+            if isinstance(element, ast.Name) and element.id in neuron:
+                neuron_vars.add(target)
+            elif own is None and isinstance(element, ast.Name) and element.id in classes:
+                own = (element.id, target)
+        if own and neuron_vars:
+            return _taken_over(tree, classes[own[0]], own[1], frozenset(neuron_vars))
+    return None
+
+
+def parses_sft_config(source: str) -> bool:
+    """Whether the script parses its command line into TRL's SFTConfig (or optimum-neuron's NeuronSFTConfig,
+    which it becomes), so a flag of an SFTConfig field must be spelled as TRL spells it."""
+    if "SFTConfig" not in source:
+        return False
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    names = {"SFTConfig", "NeuronSFTConfig"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            names.update(alias.asname for alias in node.names if alias.asname and "SFTConfig" in alias.name)
+    for elements in _parser_elements(tree).values():
+        for element in elements:
+            name = element.attr if isinstance(element, ast.Attribute) else getattr(element, "id", "")
+            if name in names:
+                return True
+    return False
+
+
+def _taken_over(tree: ast.Module, own: ast.ClassDef, own_var: str, neuron_vars: frozenset[str]) -> TakenOver | None:
+    declared = {
+        node.target.id for node in own.body if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+    }
+    wanted = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in neuron_vars:
+            if node.attr == "trn_config":
+                wanted.update(TRN_CONFIG_FIELDS)
+            elif node.attr in NEURON_FIELD_DECLARATIONS:
+                wanted.add(node.attr)
+    fields = tuple(name for name in NEURON_FIELD_DECLARATIONS if name in wanted)
+    missing = tuple(name for name in fields if name not in declared)
+    return TakenOver(own.name, own_var, neuron_vars, fields, missing) if fields else None
+
+
+def _neuron_class_names(tree: ast.Module) -> set[str]:
+    """Local names of the optimum-neuron arguments classes the module imports."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("optimum.neuron"):
+            names.update(alias.asname or alias.name for alias in node.names if alias.name in NEURON_ARGUMENT_CLASSES)
+    return names
+
+
+def _is_dataclass(node: ast.ClassDef) -> bool:
+    for decorator in node.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if name == "dataclass":
+            return True
+    return False
+
+
+def _parser_elements(tree: ast.Module) -> dict[str, list[ast.expr]]:
+    """``parser = HfArgumentParser((A, B))``: the variable -> the dataclasses it parses (a parser built
+    and used at once is keyed by its position)."""
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            elements = _parser_call_elements(node.value)
+            if elements is not None:
+                out[node.targets[0].id] = elements
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            elements = _parser_call_elements(node.func.value)
+            if elements is not None:
+                out[f"<{node.lineno}:{node.col_offset}>"] = elements
+    return out
+
+
+def _parser_call_elements(node: ast.expr) -> list[ast.expr] | None:
+    if not isinstance(node, ast.Call) or not node.args:
+        return None
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if name not in PARSER_NAMES:
+        return None
+    first = node.args[0]
+    return list(first.elts) if isinstance(first, (ast.Tuple, ast.List)) else [first]
+
+
+def _parse_targets(node: ast.AST, parsers) -> list[tuple[ast.expr, str]] | None:
+    """``a, b = parser.parse_args_into_dataclasses()``: (dataclass, variable) pairs."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call)):
+        return None
+    call, target = node.value, node.targets[0]
+    if not isinstance(call.func, ast.Attribute) or call.func.attr not in PARSE_METHODS:
+        return None
+    receiver = call.func.value
+    elements = parsers.get(receiver.id) if isinstance(receiver, ast.Name) else _parser_call_elements(receiver)
+    if elements is None or not isinstance(target, (ast.Tuple, ast.List)):
+        return None
+    names = target.elts
+    if len(names) == len(elements) + 1 and _returns_remaining(call):
+        names = names[:-1]
+    if len(names) != len(elements):
+        return None
+    return [(element, name.id) for element, name in zip(elements, names) if isinstance(name, ast.Name)]
+
+
+def _returns_remaining(call: ast.Call) -> bool:
+    """``return_remaining_strings=True``: the parse returns the unknown arguments after the dataclasses."""
+    return any(k.arg == "return_remaining_strings" and getattr(k.value, "value", None) is True for k in call.keywords)

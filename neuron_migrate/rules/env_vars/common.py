@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import libcst as cst
+from libcst.metadata import ScopeProvider
 
-from neuron_migrate.rules.base import Edit, Rule, StatementReplacement
+from neuron_migrate.migrate.context import code_of
+from neuron_migrate.rules.base import Edit, Fact, Rule, StatementReplacement
+from neuron_migrate.rules.calls import name_nodes
 
 DOCS_ENV = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/env-vars.html"
 DOCS_BF16 = (
@@ -264,6 +267,81 @@ class _Decision:
 
 
 _SETTERS = frozenset({"os.environ.setdefault", "os.putenv"})
+# The variables whose value is edited flag by flag (NEURON_CC_FLAGS).
+FLAG_VARIABLES = frozenset(name for name, action in ENV_VARS.items() if action.drop_flags)
+
+
+class _Definitions(cst.CSTVisitor):
+    """What a flags variable is set from: the settings of it that read a Python variable, and every
+    statement that assigns a Python variable (target Name node -> its statement)."""
+
+    def __init__(self, ctx) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.reads: list[tuple[str, cst.BaseExpression]] = []  # (flags variable, the value that reads it)
+        self.statements: dict[int, cst.BaseSmallStatement] = {}
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                self.statements[id(target.target)] = node
+        self._setting(_single_target(node), node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Name):
+            self.statements[id(node.target)] = node
+        self._setting(node.target, node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        names = self.ctx.qualified_names(node.func)
+        if names & _SETTERS and len(node.args) > 1 and node.args[0].keyword is None:
+            self._named(_string_key(node.args[0].value), node.args[1].value)
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        self._named(_string_key(node.key), node.value)
+
+    def _setting(self, target, value) -> None:
+        if isinstance(target, cst.Subscript) and len(target.slice) == 1:
+            index = target.slice[0].slice
+            if isinstance(index, cst.Index) and "os.environ" in self.ctx.qualified_names(target.value):
+                self._named(_string_key(index.value), value)
+
+    def _named(self, name: str | None, value: cst.BaseExpression) -> None:
+        if name in FLAG_VARIABLES:
+            self.reads.append((name, value))
+
+
+def _flag_definitions(ctx) -> dict[int, str]:
+    """id(statement) -> flags variable, for each statement that builds the text of a Python variable a
+    flags variable is then set from (``flags = "..."; flags += " --x"; os.environ["NEURON_CC_FLAGS"] = flags``),
+    when every assignment of that Python variable is a string: the XLA-era flags are dropped there."""
+    if not any(name.encode() in ctx.text.encode() for name in FLAG_VARIABLES):
+        return {}
+    found = _Definitions(ctx)
+    ctx.module.visit(found)
+    if not found.reads:
+        return {}
+    scopes = ctx.wrapper.resolve(ScopeProvider)
+    out: dict[int, str] = {}
+    for flags_name, value in found.reads:
+        for name in name_nodes(value):
+            scope = scopes.get(name)
+            assignments = scope[name.value] if scope is not None else set()
+            statements = [found.statements.get(id(a.node)) for a in assignments]
+            if not statements or not all(_builds_text(st, name.value) for st in statements):
+                continue
+            out.update((id(st), flags_name) for st in statements)
+    return out
+
+
+def _builds_text(statement, name: str) -> bool:
+    """``name = "..."`` / ``name += "..."`` / ``name = name + "..."``: string literals and the variable only."""
+    if not isinstance(statement, (cst.Assign, cst.AugAssign)) or _literal_text(statement.value) is None:
+        return False
+    return all(node.value == name for node in name_nodes(statement.value))
+
+
+FLAG_DEFINITIONS = Fact("env_flag_definitions", _flag_definitions)
 
 
 class _EnvVarRule(Rule):
@@ -345,6 +423,9 @@ class _EnvVarRule(Rule):
 
     def _statement(self, before: cst.BaseSmallStatement, small: cst.BaseSmallStatement):
         """The statement with this rule's settings applied; None when nothing of it remains."""
+        flags_name = self.ctx.fact(FLAG_DEFINITIONS).get(id(before))
+        if flags_name is not None:
+            return self._definition(flags_name, before, small)
         if isinstance(small, (cst.Assign, cst.AugAssign)):
             key = self._environ_key(_single_target(before), _single_target(small))
             if key is None:
@@ -360,6 +441,43 @@ class _EnvVarRule(Rule):
             if "os.environ.update" in names:
                 return self._update(before, small)
         return small
+
+    def _definition(self, flags_name: str, before, small):
+        """``flags = "..."`` / ``flags += "..."`` whose text a flags variable is set from; None when deleted."""
+        decision = self._decide(flags_name, small.value, appends=isinstance(small, cst.AugAssign))
+        if decision is None:
+            return small
+        variable = code_of(_single_target(before))
+        if decision.kind == DELETE:
+            statement = code_of(before).strip()
+            decision = replace(decision, message=f"`{statement}`, which only added XLA-era flags to {flags_name}")
+        else:
+            decision = replace(decision, message=f"`{variable}`, set into {flags_name}: {decision.message}")
+        if not self._settle(decision, before):
+            return None
+        return small.with_changes(value=decision.value) if decision.kind == KEEP else small
+
+    # ----- a dict of variables (an environment for a launcher) ----------------------------------
+    def leave_Dict(self, original: cst.Dict, updated: cst.Dict):
+        """``{"NEURON_CC_FLAGS": "... --retry_failed_compilation"}`` outside ``os.environ.update``: the
+        flags are dropped from the value, as for a setting (a dict cannot lose an entry safely)."""
+        elements = list(updated.elements)
+        reviews = []
+        for position, (before, element) in enumerate(zip(original.elements, elements)):
+            name = _string_key(element.key) if isinstance(element, cst.DictElement) else None
+            if name not in FLAG_VARIABLES:
+                continue
+            decision = self._decide(name, element.value)
+            if decision is None:
+                continue
+            if decision.kind == BY_HAND:
+                self.ctx.manual(before, decision.message)
+            elif decision.kind == KEEP:
+                elements[position] = element.with_changes(value=decision.value)
+                reviews.append(decision.message)
+        if not reviews:
+            return updated
+        return Edit(updated.with_changes(elements=elements), review="; ".join(reviews))
 
     def _environ_key(self, before, target) -> cst.SimpleString | None:
         """The literal name in ``os.environ["NAME"]``."""

@@ -15,7 +15,11 @@ class CompilerFlagsEnvVar(_EnvVarRule):
         "XLA-era flags dropped from NEURON_CC_FLAGS",
         safety=REVIEW,
         risks=frozenset({"performance"}),
-        summary="--cache_dir and --retry_failed_compilation belonged to the XLA integration.",
+        summary=(
+            "--cache_dir and --retry_failed_compilation belonged to the XLA integration. They are dropped where "
+            "they are written: in the setting, in the string variables it is built from (flags += \" --x\", "
+            "FLAGS=\"$FLAGS --x\"), and in a dict of variables for a launcher."
+        ),
         docs=(DOCS_ENV,),
         triggers=_triggers("NM504"),
         example=Example(

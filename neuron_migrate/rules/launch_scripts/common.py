@@ -15,6 +15,7 @@ from neuron_migrate.rules.env_vars.common import (
     DELETE,
     DELETE_BY_HAND,
     ENV_VARS,
+    FLAG_VARIABLES,
     KEEP,
     RENAME,
     classify_env_var,
@@ -28,9 +29,12 @@ from neuron_migrate.rules.hf_fields import (
     RENAMED_FIELDS,
     REVIEWED_FIELDS,
     REVIEWED_HARMLESS,
+    SFT_RENAMED,
     SHARED_FIELDS,
     VERSIONED_FIELDS,
+    fields_taken_over,
     installed_fields,
+    parses_sft_config,
     table_says,
 )
 from neuron_migrate.rules.pip_commands import PYTHON
@@ -262,7 +266,9 @@ def script_source(script: ShellScript, launch: Launch) -> str | None:
         return None
     if launch.module:
         name = name.replace(".", "/") + ".py"
-    return _read_source(os.path.join(os.path.dirname(script.path), name))
+    path = os.path.normpath(os.path.join(os.path.dirname(script.path), name))
+    written = script.files.get(path)  # a notebook's %%writefile cell
+    return written if written is not None else _read_source(path)
 
 
 def _read_source(path: str) -> str | None:
@@ -293,12 +299,15 @@ def is_hf_job(script: ShellScript, launch: Launch) -> bool:
 
 
 def own_flags(script: ShellScript, launch: Launch) -> set[str]:
-    """Flags the launched script defines itself (argparse or dataclass fields): never Neuron's."""
+    """Flags the launched script defines itself (argparse or dataclass fields): never Neuron's. Those of
+    the Neuron-only fields its own dataclass takes over in the migration count too, whether the script
+    is seen before or after its own migration."""
     source = script_source(script, launch) or ""
     names = set(re.findall(r"[\"']--([A-Za-z][\w-]*)", source)) | set(
         re.findall(r"^[ \t]+([A-Za-z_]\w*)[ \t]*:", source, re.MULTILINE)
     )
-    return {name.replace("-", "_") for name in names}
+    taken = fields_taken_over(source) if "optimum" in source else None
+    return {name.replace("-", "_") for name in names} | set(taken.fields if taken else ())
 
 
 @dataclass(frozen=True)
@@ -365,6 +374,36 @@ def flag_reason(name: str, value: str | None) -> tuple[str, bool]:
     return (
         f"TrainingArguments has no such field: {DROPPED_FIELDS.get(name, 'it only configured optimum-neuron')}",
         False,
+    )
+
+
+ONE_REPLICA = "TrainingArguments has no such field, and this launch has one data-parallel rank: nothing to shard"
+
+
+def zero_1_reason(script: ShellScript, command: Command, launch: Launch) -> tuple[str, bool]:
+    """Why ``--zero_1`` goes, with the DistributedConfig that shards like it when the launch says how
+    many processes it starts and the tensor-parallel size."""
+    words = _cli_words(script, command)
+    processes = _option(words, "--nproc_per_node", "--nproc-per-node")
+    nodes = _option(words, "--nnodes") or "1"
+    # the size may stay on the launch line (the script's own dataclass takes it over), so it is read there
+    tp = _option([a.value for a in launch.args], "--tensor_parallel_size", "--tensor-parallel-size") or "1"
+    if not (processes or "").isdigit() or not nodes.isdigit() or not tp.isdigit() or int(tp) < 1:
+        return REVIEWED_FIELDS["zero_1"], True
+    world = int(processes) * int(nodes)
+    if world % int(tp):
+        return REVIEWED_FIELDS["zero_1"], True
+    if world == int(tp):
+        return ONE_REPLICA, False
+    return zero_1_text(world, int(tp)), True
+
+
+def zero_1_text(world: int, tp: int) -> str:
+    config = f"tp_size={tp}, fsdp_size={world // tp}" if tp != 1 else f"fsdp_size={world}"
+    return (
+        f"zero_1 dropped: it sharded the optimizer state over the {world // tp} data-parallel ranks of these "
+        f"{world} processes; FSDP shards it (with the parameters and gradients) when the script builds the model "
+        f"with distributed_config=DistributedConfig({config})"
     )
 
 
@@ -451,6 +490,7 @@ def changed_trainer_flags(script: ShellScript, launch: Launch) -> list[NeuronFla
             continue
         removed = name in VERSIONED_FIELDS and not trainer_takes(name)
         renamed = name in RENAMED_FIELDS and trainer_takes(RENAMED_FIELDS[name])
+        renamed = renamed or (name in SFT_RENAMED and parses_sft_config(script_source(script, launch) or ""))
         if removed or renamed:
             out.append(NeuronFlag(name, arg, flag_value(launch.args, k, bool_only=name in SWITCH_FIELDS)))
     return out
@@ -513,12 +553,18 @@ def _renamed(flag: NeuronFlag, launch: Launch) -> FlagEdit:
     return FlagEdit(f"transformers 5 calls it {new} (the old name is an alias until v6)", rename=new)
 
 
+def _sft_renamed(flag: NeuronFlag, launch: Launch) -> FlagEdit:
+    new = SFT_RENAMED[flag.name]
+    return FlagEdit(f"TRL's SFTConfig calls it {new}; HfArgumentParser refuses --{flag.name}", rename=new)
+
+
 # Field -> what becomes of its flag, as the Python rules do with the keyword (optimum_training).
 FLAG_EDITS = {
     "overwrite_output_dir": _overwrite_output_dir,
     "warmup_ratio": _warmup_ratio,
     "logging_dir": _logging_dir,
     **{name: _renamed for name in RENAMED_FIELDS},
+    **{name: _sft_renamed for name in SFT_RENAMED},
 }
 
 
@@ -616,10 +662,11 @@ class EnvDecision:
     todo: bool = False  # a deletion that leaves work in the code (DELETE_BY_HAND)
 
 
-def decide_env(setting: Setting) -> EnvDecision | None:
-    """What the table says about one shell setting (the shell twin of the Python rules' ``_decide``)."""
+def decide_env(setting: Setting, flags_of: str = "") -> EnvDecision | None:
+    """What the table says about one shell setting (the shell twin of the Python rules' ``_decide``).
+    ``flags_of``: the setting is of a shell variable that flags variable (NEURON_CC_FLAGS) is set from."""
     name = setting.name
-    action = classify_env_var(name, setting.value)
+    action = classify_env_var(flags_of or name, setting.value)
     if action is None:
         return None
     if setting.unset:
@@ -640,10 +687,25 @@ def decide_env(setting: Setting) -> EnvDecision | None:
     if edited is None:
         return EnvDecision(setting, action.rule, BY_HAND, f"{name}: remove the XLA-era {', '.join(found)} by hand")
     inner = edited.strip("\"'").strip()
+    into = f" (set into {flags_of})" if flags_of else ""
     if inner in (f"${name}", f"${{{name}}}") or (operator == "+=" and not inner):
-        message = f"a {name} setting that only added XLA-era {', '.join(found)}"
+        message = f"a {name} setting that only added XLA-era {', '.join(found)}{into}"
         return EnvDecision(setting, action.rule, DELETE, message, review=True)
-    return EnvDecision(setting, action.rule, KEEP, action.message.format(flags=", ".join(found)), value=edited)
+    message = action.message.format(flags=", ".join(found))
+    return EnvDecision(setting, action.rule, KEEP, f"{name}{into}: {message}" if flags_of else message, value=edited)
+
+
+def _flag_sources(script: ShellScript) -> dict[str, str]:
+    """Shell variables a flags variable is set from (``export NEURON_CC_FLAGS="$FLAGS"``) -> that variable."""
+    out = {}
+    for setting in script.settings():
+        if setting.name not in FLAG_VARIABLES or setting.unset:
+            continue
+        item = setting.item
+        for reference in script.references:
+            if item.start <= reference.start < item.end and reference.name != setting.name:
+                out.setdefault(reference.name, setting.name)
+    return out
 
 
 def _without_flags(raw: str, flags: tuple[str, ...]) -> str | None:
@@ -670,10 +732,13 @@ def apply_env_table(script: ShellScript, ctx: ShellEdits) -> None:
     if not metas:
         return
     by_command: dict[int, list[EnvDecision]] = {}
+    sources = _flag_sources(script)
     # ``neuron_parallel_compile XLA_DOWNCAST_BF16=1 torchrun ...``: NM510 unwraps the command in the same pass,
     # so the variables it set for the wrapped command are settings too
     for setting in script.settings(wrappers=frozenset({"neuron_parallel_compile"})):
         decision = decide_env(setting)
+        if decision is None and setting.name in sources and not setting.unset:
+            decision = decide_env(setting, flags_of=sources[setting.name])
         if decision is not None and decision.rule in metas:
             by_command.setdefault(setting.command.index, []).append(decision)
     renamed: dict[str, str] = {}

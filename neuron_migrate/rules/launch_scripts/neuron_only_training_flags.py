@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from neuron_migrate.migrate.shell import Command, ShellScript
 from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, marker_comment, register
-from neuron_migrate.rules.hf_fields import NEURON_ONLY_FIELDS, PARALLEL_FIELDS, REVIEWED_FIELDS
+from neuron_migrate.rules.hf_fields import NEURON_ONLY_FIELDS, PARALLEL_FIELDS
 from neuron_migrate.rules.launch_scripts.common import (
     COMPILE_FLAGS,
     DOCS_DISTRIBUTED_CONFIG,
@@ -20,9 +20,12 @@ from neuron_migrate.rules.launch_scripts.common import (
     _command_span,
     _indexed_array,
     _trn1_node_count,
+    flag_name,
     flag_reason,
     launch_of,
     neuron_flags,
+    zero_1_reason,
+    zero_1_text,
 )
 
 
@@ -37,7 +40,9 @@ class NeuronOnlyTrainingFlags(ShellRule):
         risks=frozenset({"launch", "collectives", "numerics"}),
         summary=(
             "--tensor_parallel_size, --zero_1, --pipeline_parallel_size, --use_autocast... are not TrainingArguments "
-            "fields: HfArgumentParser would reject them. Parallel sizes move into the script (DistributedConfig)."
+            "fields: HfArgumentParser would reject them. Parallel sizes move into the script (DistributedConfig); "
+            "--zero_1 becomes FSDP there, its sizes named when the launch gives the process count. A flag the "
+            "launched script still reads stays: its own dataclass takes the field over (NM221)."
         ),
         docs=(DOCS_TRAINING_ARGS, DOCS_DISTRIBUTED_CONFIG, DOCS_HF, DOCS_TRN2_LAYOUT),
         triggers=tuple(sorted({f"--{name}".encode() for name in NEURON_ONLY_FIELDS})),
@@ -54,7 +59,7 @@ class NeuronOnlyTrainingFlags(ShellRule):
                 "export HF_DEACTIVATE_ASYNC_LOAD=1\n"
                 "# neuron-migrate(NM512): `--tensor_parallel_size 8`: "
                 + flag_reason("tensor_parallel_size", "8")[0]
-                + f"; `--zero_1 true`: {REVIEWED_FIELDS['zero_1']}; {_TRN2_CORES.format(count=TRN1_NODE_CORES)}\n"
+                + f"; `--zero_1 true`: {zero_1_text(32, 8)}; {_TRN2_CORES.format(count=TRN1_NODE_CORES)}\n"
                 f"# neuron-migrate(NM513): {_COMPILE_REVIEW}\n"
                 "torchrun --nproc_per_node=32 train.py \\\n"
                 "    --output_dir out \\\n"
@@ -76,18 +81,21 @@ class NeuronOnlyTrainingFlags(ShellRule):
                 if place in handled:
                     continue
                 handled.add(place)
-                self._remove(script, command, flag, reviews)
+                self._remove(script, command, launch, flag, reviews)
             cores = _trn1_node_count(script, command)
-            if cores and any(f.name in PARALLEL_FIELDS for f in neuron_flags(script, launch)):
+            # the parallel sizes may stay on the line (the script's own dataclass takes them over)
+            if cores and any(flag_name(arg.value) in PARALLEL_FIELDS for arg in launch.args):
                 for texts in reviews.values():
                     texts.append(_TRN2_CORES.format(count=cores))
             for anchor, texts in reviews.items():
                 ctx.mark(anchor, marker_comment(meta.id, REVIEW, "; ".join(texts)))
 
-    def _remove(self, script: ShellScript, command: Command, flag: NeuronFlag, reviews: dict[int, list[str]]) -> None:
+    def _remove(self, script: ShellScript, command: Command, launch, flag: NeuronFlag, reviews) -> None:
         ctx, meta = self.ctx, self.meta
         value = flag.value.value if flag.value else flag.flag.value.partition("=")[2] or None
         reason, review = flag_reason(flag.name, value)
+        if flag.name == "zero_1" and review:
+            reason, review = zero_1_reason(script, command, launch)
         anchor = _anchor(script, flag.flag.key, command)
         words = [a.word for a in (flag.flag, flag.value) if a is not None and a.word is not None]
         span = (words[0].start, words[-1].end) if words else _command_span(command)

@@ -15,6 +15,7 @@ SFTConfig / DistributedConfig of the transformers and TRL releases that support 
 
 from __future__ import annotations
 
+from neuron_migrate.rules.optimum_training.argument_field_reads import ArgumentFieldReads
 from neuron_migrate.rules.optimum_training.flash_attention_default import FlashAttentionDefault
 from neuron_migrate.rules.optimum_training.is_main_worker import IsMainWorker
 from neuron_migrate.rules.optimum_training.is_precompilation import IsPrecompilation
@@ -42,6 +43,7 @@ from neuron_migrate.rules.optimum_training.training_startup_settings import Trai
 from neuron_migrate.rules.optimum_training.trn_config_attribute import TrnConfigAttribute
 
 __all__ = [
+    "ArgumentFieldReads",
     "FlashAttentionDefault",
     "IsMainWorker",
     "IsPrecompilation",

@@ -12,8 +12,9 @@ from libcst.metadata import ScopeProvider
 from neuron_migrate.migrate.context import code_of
 from neuron_migrate.rules import hf_fields as hf
 from neuron_migrate.rules.base import REVIEW, Edit, Fact, Rule
-from neuron_migrate.rules.calls import UNKNOWN, bind_args, keyword_arg, literal, new_keyword
+from neuron_migrate.rules.calls import UNKNOWN, bind_args, keyword_arg, literal, new_keyword, with_elements
 from neuron_migrate.rules.optimum_names import optimum_names, with_methods
+from neuron_migrate.rules.optimum_training.field_reads import FIELD_READS, FieldPlan, plan_fields
 from neuron_migrate.rules.tables.optimum_training import MODEL_CLASSES, TRAINING_MODELS_PACKAGE
 from neuron_migrate.rules.xla_step.common import source_text, with_args
 
@@ -136,8 +137,8 @@ PEFT = {
 # Every class whose construction makes a file a Trainer-based training script.
 ARGUMENT_CLASSES = {**ARGUMENTS, **SFT_CONFIGS, **ORPO_CONFIGS}
 TRAINING_BUILDERS = frozenset({*TRAINERS, *SFT_TRAINERS, *ORPO_TRAINERS, *ARGUMENT_CLASSES})
-PARSER_NAMES = ("HfArgumentParser", "NeuronHfArgumentParser", "TrlParser")
-PARSE_METHODS = frozenset({"parse_args_into_dataclasses", "parse_dict", "parse_json_file", "parse_yaml_file"})
+PARSER_NAMES = hf.PARSER_NAMES
+PARSE_METHODS = hf.PARSE_METHODS
 FROM_PRETRAINED = {f"{qname}.from_pretrained": stock for qname, stock in MODEL_CLASSES.items()}
 TRN_CONFIG = frozenset(
     optimum_names("TrainingNeuronConfig", TRAINING_MODELS_PACKAGE, "models.training.config", top_level=False)
@@ -154,6 +155,8 @@ class TrnSizes:
     sizes: dict[str, str] = field(default_factory=dict)
     # TrainingNeuronConfig fields set to something other than their default that have no counterpart
     dropped: list[str] = field(default_factory=list)
+    # the arguments asked for ZeRO-1 (zero_1=True): FSDP over the data-parallel ranks
+    zero_1: bool = False
 
 
 @dataclass
@@ -163,6 +166,9 @@ class Spread:
     # the dict's entries (key -> original value) when it is a literal assigned in the file
     entries: dict[str, cst.BaseExpression] | None
     editable: bool = False
+    # ``args.to_dict()`` of a legacy arguments variable (``args``), directly or through a variable: after the
+    # migration it holds the fields of the stock class only
+    arguments: str = ""
 
 
 @dataclass
@@ -185,6 +191,22 @@ class ScriptFacts:
     parser_elements: set[int] = field(default_factory=set)
     # ids of class bases in ``class X(Base):``
     class_bases: set[int] = field(default_factory=set)
+    # variable -> the legacy arguments class it holds (constructed or parsed)
+    args_targets: dict[str, Target] = field(default_factory=dict)
+    # id(a variable a parse binds, its Name node in ``a, b = parser.parse_...()``) -> the parse
+    parse_names: dict[int, Parse] = field(default_factory=dict)
+    # what becomes of the fields of the legacy arguments that the stock classes do not have
+    fields: FieldPlan = field(default_factory=lambda: FieldPlan())
+    # ids of the nodes in the arguments of lazy_load_for_parallelism(...) calls (NM214 rewrites them)
+    lazy_args: set[int] = field(default_factory=set)
+
+
+@dataclass(eq=False)
+class Parse:
+    """``a, b = parser.parse_...()`` of a parser built from legacy arguments classes."""
+
+    # variable -> its Name node in the assignment and the legacy class it holds (None: another dataclass)
+    names: dict[str, tuple[cst.Name, Target | None]] = field(default_factory=dict)
 
 
 class _Collector(cst.CSTVisitor):
@@ -195,6 +217,15 @@ class _Collector(cst.CSTVisitor):
         self.top_lines: set[int] = set()
         self.lines: list[cst.SimpleStatementLine] = []
         self.bases: list[cst.Arg] = []
+        # ``x.field`` reads of a field some legacy arguments class had and the stock one lacks
+        self.field_reads: list[cst.Attribute] = []
+        # ``x.trn_config.tensor_parallel_size``
+        self.trn_config_reads: list[cst.Attribute] = []
+        # ids of the attributes assigned to (``x.field = 1``)
+        self.stores: set[int] = set()
+        # id(Param) -> its function
+        self.functions: dict[int, cst.FunctionDef] = {}
+        self.classes: list[cst.ClassDef] = []
 
     def visit_Module(self, node: cst.Module) -> None:
         self.top_lines.update(id(s) for s in node.body)
@@ -202,9 +233,28 @@ class _Collector(cst.CSTVisitor):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if isinstance(node.body, cst.IndentedBlock):
             self.top_lines.update(id(s) for s in node.body.body)
+        params = node.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            self.functions[id(param)] = node
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if isinstance(node.value, cst.Name) and node.attr.value in FIELD_READS:
+            self.field_reads.append(node)
+        elif isinstance(node.value, cst.Attribute) and node.value.attr.value == "trn_config":
+            self.trn_config_reads.append(node)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self.stores.add(id(node.target))
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.stores.add(id(node.target))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.stores.add(id(node.target))
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.bases.extend(node.bases)
+        self.classes.append(node)
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self.lines.append(node)
@@ -238,6 +288,7 @@ class _Scanner:
         self.facts = ScriptFacts()
         self.seen = _Collector()
         self._scopes = None
+        self.spread_nodes: list[tuple[cst.BaseExpression, Spread]] = []
 
     @property
     def scopes(self):
@@ -251,7 +302,7 @@ class _Scanner:
     def scan(self) -> ScriptFacts:
         self.ctx.module.visit(self.seen)
         self.facts.class_bases = {id(base.value) for base in self.seen.bases}
-        parsers: dict[str, list[bool]] = {}
+        parsers: dict[int, list[Target | None]] = {}
         for call in self.seen.calls:
             func = call.func
             if self.qname(func, ARGUMENT_CLASSES):
@@ -260,9 +311,15 @@ class _Scanner:
                 first = call.args[0].value
                 elements = [e.value for e in first.elements] if isinstance(first, (cst.Tuple, cst.List)) else [first]
                 self.facts.parser_elements.update(id(e) for e in elements)
-                parsers[id(call)] = [bool(self.qname(e, ARGUMENT_CLASSES)) for e in elements]
+                parsers[id(call)] = [ARGUMENT_CLASSES.get(self.qname(e, ARGUMENT_CLASSES) or "") for e in elements]
         for line in self.seen.lines:
             self._note_assignment(line, parsers)
+        for node, spread in self.spread_nodes:
+            spread.arguments = self._dict_of_arguments(node)
+        for call in self.seen.calls:
+            if self.qname(call.func, LAZY_LOAD):
+                self.facts.lazy_args.update(id(n) for arg in call.args for n in _nodes(arg))
+        self.facts.fields = plan_fields(self, ARGUMENT_CLASSES)
         for call in self.seen.calls:
             if self.qname(call.func, FROM_PRETRAINED):
                 self._note_from_pretrained(call)
@@ -284,19 +341,33 @@ class _Scanner:
         target = assign.targets[0].target
         if isinstance(target, cst.Name) and self.qname(value.func, ARGUMENT_CLASSES):
             self.facts.args_names[target.value] = value
+            self.facts.args_targets[target.value] = ARGUMENT_CLASSES[self.qname(value.func, ARGUMENT_CLASSES)]
             return
         # ``a, training_args = parser.parse_args_into_dataclasses()`` with a parser built from Neuron classes
         if not isinstance(target, (cst.Tuple, cst.List)) or _callee_name(value.func) not in PARSE_METHODS:
             return
         parser = value.func.value if isinstance(value.func, cst.Attribute) else None
-        flags = self._parser_flags(parser, parsers)
-        if flags is None or len(flags) != len(target.elements):
+        classes = self._parser_classes(parser, parsers)
+        elements = list(target.elements)
+        if classes is not None and len(elements) == len(classes) + 1 and _returns_remaining(value):
+            elements = elements[:-1]
+        if classes is None or len(classes) != len(elements) or not any(classes):
             return
-        for element, neuron in zip(target.elements, flags):
-            if neuron and isinstance(element.value, cst.Name):
-                self.facts.args_names[element.value.value] = None
+        parse = Parse()
+        for element, legacy in zip(elements, classes):
+            if not isinstance(element.value, cst.Name):
+                continue
+            name = element.value.value
+            parse.names[name] = (element.value, legacy)
+            self.facts.parse_names[id(element.value)] = parse
+            if legacy is not None:
+                self.facts.args_names[name] = None
+                self.facts.args_targets[name] = legacy
 
-    def _parser_flags(self, parser, parsers) -> list[bool] | None:
+    def _parser_classes(self, parser, parsers) -> list[Target | None] | None:
+        """The legacy arguments class of each dataclass the parser parses (None for another dataclass)."""
+        if isinstance(parser, cst.Call):
+            return parsers.get(id(parser))
         if not isinstance(parser, cst.Name):
             return None
         assign = self._single_assignment(parser)
@@ -330,6 +401,7 @@ class _Scanner:
                 continue
             spread = Spread(entries=None)
             self.facts.spreads[id(arg.value)] = spread
+            self.spread_nodes.append((arg.value, spread))
             if not isinstance(arg.value, cst.Name):
                 continue
             found = self._single_assignment(arg.value)
@@ -344,6 +416,19 @@ class _Scanner:
                 spread.editable = True
                 self.facts.dict_edits[id(assign.value)] = target
 
+    def _dict_of_arguments(self, node: cst.BaseExpression, depth: int = 0) -> str:
+        """``args`` when ``node`` is ``args.to_dict()`` (or a variable assigned from it once) and ``args``
+        holds legacy training arguments."""
+        if isinstance(node, cst.Name) and depth == 0:
+            found = self._single_assignment(node)
+            return self._dict_of_arguments(found[0].value, depth + 1) if found else ""
+        if not (isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute)):
+            return ""
+        receiver = node.func.value
+        if node.func.attr.value != "to_dict" or not isinstance(receiver, cst.Name):
+            return ""
+        return receiver.value if receiver.value in self.facts.args_names else ""
+
     # ----- trn_config of training from_pretrained ----------------------------------------------
     def _note_from_pretrained(self, call: cst.Call) -> None:
         arg = _trn_config_arg(call)
@@ -357,6 +442,15 @@ class _Scanner:
         if isinstance(expr, cst.Call) and self.qname(expr.func, TRN_CONFIG):
             return trn_config_sizes(expr, literal_only=not inline)
         if isinstance(expr, cst.Attribute) and expr.attr.value == "trn_config":
+            receiver = self.facts.fields.receivers.get(id(expr))
+            if receiver:
+                # the sizes the parsed arguments held: the script's own dataclass takes them over
+                return TrnSizes(sizes={size: f"{receiver}.{name}" for name, size in hf.PARALLEL_FIELDS.items()})
+            built = self.facts.fields.built.get(id(expr))
+            if built is not None:
+                call, sizes, zero_1 = built
+                self.facts.consumed_args.add(id(call))
+                return TrnSizes(sizes=sizes, zero_1=zero_1)
             return self._sizes_of_arguments(expr.value)
         if not isinstance(expr, cst.Name):
             return None
@@ -390,8 +484,18 @@ class _Scanner:
                     return None
                 if value > 1:
                     sizes.sizes[hf.PARALLEL_FIELDS[name]] = code_of(arg.value)
+            elif name == "zero_1":
+                sizes.zero_1 = literal(arg.value) is True
         self.facts.consumed_args.add(id(call))
         return sizes
+
+
+def _returns_remaining(call: cst.Call) -> bool:
+    """``return_remaining_strings=True``: the parse returns the unknown arguments after the dataclasses."""
+    return any(
+        arg.keyword is not None and arg.keyword.value == "return_remaining_strings" and literal(arg.value) is True
+        for arg in call.args
+    )
 
 
 def _callee_name(func: cst.BaseExpression) -> str:
@@ -473,27 +577,12 @@ class ArgumentEdits:
     consumed: bool = False
 
 
-def carry_comments(kept: list, dropped) -> None:
-    """Comment lines between a dropped argument (or dict entry) and the next one describe the next one:
-    they move to the comma of the entry kept before it."""
-    whitespace = dropped.comma.whitespace_after if isinstance(dropped.comma, cst.Comma) else None
-    if not isinstance(whitespace, cst.ParenthesizedWhitespace) or not kept:
-        return
-    lines = [line for line in whitespace.empty_lines if line.comment is not None]
-    previous = kept[-1].comma.whitespace_after if isinstance(kept[-1].comma, cst.Comma) else None
-    if not lines or not isinstance(previous, cst.ParenthesizedWhitespace):
-        return
-    previous = previous.with_changes(empty_lines=[*previous.empty_lines, *lines])
-    kept[-1] = kept[-1].with_changes(comma=kept[-1].comma.with_changes(whitespace_after=previous))
-
-
 def edited_args(args: Iterable[cst.Arg], edits: ArgumentEdits) -> list[cst.Arg]:
     out: list[cst.Arg] = []
     for arg in args:
         name = arg.keyword.value if arg.keyword else None
         if name in edits.drop:
-            carry_comments(out, arg)
-            continue
+            continue  # with_args moves the comment lines above it to the next argument
         if name in edits.values:
             arg = arg.with_changes(value=cst.parse_expression(edits.values[name]))
         if name == "model_init_kwargs" and edits.init_kwargs:
@@ -510,7 +599,7 @@ def _with_entries(value: cst.BaseExpression, entries: dict[str, str]) -> cst.Bas
     if isinstance(value, cst.Call):
         return with_args(value, [*value.args, *(new_keyword(k, v) for k, v in entries.items())])
     added = [cst.DictElement(cst.SimpleString(f'"{k}"'), cst.parse_expression(v)) for k, v in entries.items()]
-    return value.with_changes(elements=relaid(value.elements, [*value.elements, *added]))
+    return with_elements(value, [*value.elements, *added])
 
 
 def edited_dict(node: cst.Dict, edits: ArgumentEdits) -> cst.Dict:
@@ -518,8 +607,7 @@ def edited_dict(node: cst.Dict, edits: ArgumentEdits) -> cst.Dict:
     for element in node.elements:
         key = element.key.evaluated_value  # only literal dicts are edited (see literal_entries)
         if key in edits.drop:
-            carry_comments(elements, element)
-            continue
+            continue  # with_elements moves the comment lines above it to the next entry
         if key in edits.values:
             element = element.with_changes(value=cst.parse_expression(edits.values[key]))
         if key == "model_init_kwargs" and edits.init_kwargs:
@@ -529,21 +617,7 @@ def edited_dict(node: cst.Dict, edits: ArgumentEdits) -> cst.Dict:
             element = element.with_changes(key=cst.SimpleString(f"{quote}{edits.rename[key]}{quote}"))
         elements.append(element)
     elements += [cst.DictElement(cst.SimpleString(f'"{k}"'), cst.parse_expression(v)) for k, v in edits.add]
-    return node.with_changes(elements=relaid(node.elements, elements))
-
-
-def relaid(old, new: list) -> list:
-    """Dict entries ``new`` separated like ``old`` was: its first comment-free comma between entries,
-    and its last entry's comma (trailing comma and closing line) on the new last entry."""
-    gap = next(
-        (e.comma for e in old[:-1] if isinstance(e.comma, cst.Comma) and "#" not in code_of(e.comma)),
-        cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
-    )
-    closing = old[-1].comma if old else cst.MaybeSentinel.DEFAULT
-    out = [e if isinstance(e.comma, cst.Comma) and e.comma is not closing else e.with_changes(comma=gap) for e in new]
-    if out:
-        out[-1] = out[-1].with_changes(comma=closing)
-    return out
+    return with_elements(node, elements)
 
 
 def rebuilt(call: cst.Call, args: list[cst.Arg]) -> cst.Call:
@@ -686,8 +760,8 @@ PARSER_FLAGS_GONE = (
 class ArgumentsRule(RenameRule):
     """NeuronTrainingArguments-like dataclasses: the field map of hf_fields, per target release."""
 
-    # The TODOs about fields the stock class lacks are written with the rename: a rerun sees the stock class
-    # and cannot say them again, so it keeps them.
+    # Its TODOs are about fields the edit dropped (a parallel size to pass where the model is built): the
+    # next run sees a stock class and cannot write them again, so it keeps them.
     follow_up_todos = True
 
     def rename_call(self, original: cst.Call, updated: cst.Call, qname: str):
@@ -700,10 +774,13 @@ class ArgumentsRule(RenameRule):
         facts = script_facts(self.ctx)
         entries = {arg.keyword.value: arg.value for arg in call.args if arg.keyword}
         context = {}  # every keyword the class gets, spread ones included, as far as they can be read
-        unread = []
+        unread, migrated = [], []
         for arg in original.args:
             if arg.star == "**":
                 spread = facts.spreads.get(id(arg.value), Spread(entries=None))
+                if spread.arguments:
+                    migrated.append(f"`**{code_of(arg.value)}` holds {spread.arguments}'s TrainingArguments fields")
+                    continue
                 if spread.entries is None:
                     unread.append(code_of(arg.value))
                     continue
@@ -714,7 +791,12 @@ class ArgumentsRule(RenameRule):
                         original,
                         f"remove {', '.join(refused)} from `{code_of(arg.value)}`: {target.name} does not take them",
                     )
-        edits = self.plan(original, entries, target, context={**context, **entries}, additions=not unread)
+        edits = self.plan(
+            original, entries, target, context={**context, **entries}, additions=not unread, compile_flags=not migrated
+        )
+        if migrated:
+            # the dict already has torch_compile and torch_compile_backend: passing them again is a TypeError
+            edits.notes += [f"{text}, torch_compile with them" for text in migrated]
         edits.consumed = id(original) in facts.consumed_args
         if unread:
             settings = 'torch_compile=True, torch_compile_backend="neuron"'
@@ -744,9 +826,19 @@ class ArgumentsRule(RenameRule):
 
     def rename_reference(self, original, updated, qname: str):
         edit = super().rename_reference(original, updated, qname)
-        if edit.review or id(original) not in script_facts(self.ctx).parser_elements:
+        facts = script_facts(self.ctx)
+        if edit.review or id(original) not in facts.parser_elements:
             return edit
-        return replace(edit, review=PARSER_FLAGS_GONE)
+        if not facts.fields.added:
+            return replace(edit, review=PARSER_FLAGS_GONE)
+        kept = ", ".join(f"--{name}" for name in facts.fields.added)
+        return replace(
+            edit,
+            review=(
+                f"command-line flags of the other Neuron-only fields are gone, {facts.fields.own_class} takes {kept} "
+                "over; pass --torch_compile true --torch_compile_backend neuron"
+            ),
+        )
 
     def subclass_review(self, target: Target) -> str:
         return f"check this subclass's fields and defaults against {target.module}.{target.name}"
@@ -778,7 +870,7 @@ class ArgumentsRule(RenameRule):
 
     # ----- the field map -------------------------------------------------------------------------
     def plan(
-        self, node, entries: dict[str, cst.BaseExpression], target: Target, *, context, additions
+        self, node, entries: dict[str, cst.BaseExpression], target: Target, *, context, additions, compile_flags=True
     ) -> ArgumentEdits:
         """The edits for ``entries``; with ``context`` (every keyword the call gets) also the reviews that
         look at several fields and the fields to add. A spread dict is planned without: its call does that."""
@@ -800,8 +892,13 @@ class ArgumentsRule(RenameRule):
                 new = hf.SFT_RENAMED[name]
                 edits.rename[name] = new
                 if new in entries:
-                    edits.drop.add(new)  # NeuronSFTConfig let max_seq_length win
-                edits.notes.append(f"`{name}` renamed `{new}`")
+                    edits.drop.add(new)
+                    edits.notes.append(
+                        f"`{name}` renamed `{new}`, replacing {new}={code_of(entries[new]).strip()}: "
+                        f"NeuronSFTConfig let {name} win"
+                    )
+                else:
+                    edits.notes.append(f"`{name}` renamed `{new}`")
             elif target.sft and name == "padding_free":
                 if literal(value) is not False:
                     edits.values[name] = "False"
@@ -830,7 +927,7 @@ class ArgumentsRule(RenameRule):
         if target.sft:
             self.static_shapes(context, edits)
         if additions:
-            if not any(name.startswith("torch_compile") for name in present):
+            if compile_flags and not any(name.startswith("torch_compile") for name in present):
                 edits.add += [("torch_compile", "True"), ("torch_compile_backend", '"neuron"')]
             if target.sft and "padding_free" not in present:
                 edits.add.append(("padding_free", "False"))
@@ -841,7 +938,9 @@ class ArgumentsRule(RenameRule):
         harmless = hf.REVIEWED_HARMLESS.get(name, UNKNOWN)
         if harmless is not UNKNOWN and literal(value) is harmless:
             edits.notes.append(f"`{name}` dropped: it was off")
-        elif name in ("zero_1", "neuron_cc_optlevel"):
+        elif name == "zero_1":
+            pass  # parallel() turns it into FSDP, or says why not
+        elif name == "neuron_cc_optlevel":
             edits.reviews.append(hf.REVIEWED_FIELDS[name])
         elif not self.full_bf16(entries):
             # master weights and stochastic rounding only acted in full-bf16 training
@@ -920,34 +1019,44 @@ class ArgumentsRule(RenameRule):
                     'bfd packing turns padding-free on and shapes vary: use packing_strategy="wrapped" or packing=False'
                 )
         if "pad_to_multiple_of" not in entries:
-            length = entries.get("max_seq_length", entries.get("max_length"))
-            size = code_of(length) if length is not None and isinstance(literal(length), int) else "N"
+            edits.notes.append(hf.SFT_PADDING_DEFAULT)
+        length = entries.get("max_seq_length", entries.get("max_length"))
+        value = literal(length)
+        if isinstance(value, int) and not isinstance(value, bool) and value > hf.RECIPE_MAX_LENGTH:
             edits.reviews.append(
-                f"pad to a fixed multiple so shapes stay static: pad_to_multiple_of={size} "
-                "(optimum-neuron padded to max_length)"
+                f"max_length={value} is past {hf.RECIPE_MAX_LENGTH}, the longest sequence of the published Trainium "
+                "fine-tuning recipe: check device memory and compile time before a long run"
             )
 
     def parallel(self, node, entries, target: Target, edits: ArgumentEdits) -> None:
-        """tensor/pipeline parallel sizes: into SFTConfig.model_init_kwargs, or a TODO with the code."""
+        """tensor/pipeline parallel sizes, and ZeRO-1 as FSDP over the data-parallel ranks: into
+        SFTConfig.model_init_kwargs, or a TODO with the code."""
         sizes = {}
         for name, size in hf.PARALLEL_FIELDS.items():
             value = entries.get(name)
             if value is None or literal(value) == 1:
                 continue
-            sizes[size] = code_of(value)
-        if not sizes:
+            sizes[size] = code_of(value).strip()
+        zero_1 = entries.get("zero_1")
+        sharded = zero_1 is not None and literal(zero_1) is True
+        if zero_1 is not None and literal(zero_1) is UNKNOWN:
+            edits.reviews.append(f"zero_1={code_of(zero_1).strip()} dropped: {zero_1_step(sizes.get('tp_size'))}")
+        if sharded and "pp_size" in sizes:
+            edits.reviews.append(f"zero_1 dropped: {ZERO_1_WITH_PIPELINE}")
+            sharded = False
+        if not sizes and not sharded:
             return
-        if len(sizes) > 1:
-            edits.reviews.append("DistributedConfig cannot combine pp_size with tp_size yet")
         if edits.consumed:
             edits.notes.append("parallel sizes moved to the from_pretrained call that builds the model")
             return
-        arguments = ", ".join(f"{k}={v}" for k, v in sizes.items())
         literal_sizes = all(literal(entries[n]) is not UNKNOWN for n in hf.PARALLEL_FIELDS if n in entries)
         init = entries.get("model_init_kwargs")
         if target.sft and literal_sizes and (init is None or literal_entries(init) is not None):
+            if sharded:
+                sizes["fsdp_size"] = fsdp_size_code(self.ctx, sizes.get("tp_size"))
+                edits.reviews.append(ZERO_1_AS_FSDP)
             config = self.ctx.require_from_import("transformers.distributed", "DistributedConfig")
-            code = f"{config}({arguments})"
+            code = f"{config}({', '.join(f'{k}={v}' for k, v in sizes.items())})"
             if init is None:
                 edits.add.append(("model_init_kwargs", f'{{"distributed_config": {code}}}'))
             else:
@@ -956,10 +1065,38 @@ class ArgumentsRule(RenameRule):
                 "model_init_kwargs now holds the parallel sizes: it applies only if SFTTrainer gets a model id"
             )
             return
+        if sharded:
+            world = 'int(os.environ["WORLD_SIZE"])'
+            sizes["fsdp_size"] = f'{world} // {sizes["tp_size"]}' if "tp_size" in sizes else world
+        arguments = ", ".join(f"{k}={v}" for k, v in sizes.items())
         edits.manuals.append(
             f"pass distributed_config=DistributedConfig({arguments}) (transformers.distributed) to the model's "
             "from_pretrained and launch with torchrun"
         )
+
+
+# ZeRO-1 sharded the optimizer state over the data-parallel ranks (world size // tensor-parallel size); FSDP
+# over the same ranks shards it too, with the parameters and gradients.
+ZERO_1_AS_FSDP = (
+    "zero_1 became FSDP over the data-parallel ranks (fsdp_size = WORLD_SIZE // tp_size): it shards the parameters "
+    "and gradients too, not only the optimizer state"
+)
+ZERO_1_WITH_PIPELINE = "DistributedConfig cannot combine FSDP (fsdp_size) with pipeline parallelism yet"
+
+
+def zero_1_step(tp_size: str | None) -> str:
+    """What replaces ZeRO-1 when it is on."""
+    world = 'int(os.environ["WORLD_SIZE"])'
+    config = f"tp_size={tp_size}, fsdp_size={world} // {tp_size}" if tp_size else f"fsdp_size={world}"
+    return f"when it is on, shard with FSDP over the data-parallel ranks: DistributedConfig({config})"
+
+
+def fsdp_size_code(ctx, tp_size: str | None) -> str:
+    """The data-parallel size under torchrun: the world size over the tensor-parallel size (at least 1, so
+    the arguments still build in one process, where loading a sharded model fails as it did)."""
+    os_name = ctx.require_import("os")
+    world = f'int({os_name}.environ.get("WORLD_SIZE", "1"))'
+    return f"max(1, {world} // {tp_size})" if tp_size else world
 
 
 # NeuronAccelerator keyword arguments with no Accelerator counterpart.
@@ -1004,9 +1141,9 @@ class _AddDistributedConfig(cst.CSTTransformer):
 NOT_MODELS = ("Tokenizer", "Processor", "Config", "FeatureExtractor")
 
 
-def _is_model_load(call: cst.Call) -> bool:
+def _is_model_load(call: cst.Call, method: str = "from_pretrained") -> bool:
     func = call.func
-    if not (isinstance(func, cst.Attribute) and func.attr.value == "from_pretrained"):
+    if not (isinstance(func, cst.Attribute) and func.attr.value == method):
         return False
     owner = code_of(func.value).rsplit(".", 1)[-1]
     return not any(word in owner for word in NOT_MODELS)
@@ -1014,6 +1151,11 @@ def _is_model_load(call: cst.Call) -> bool:
 
 def _count_loads(node: cst.CSTNode) -> int:
     return sum(1 for child in _nodes(node) if isinstance(child, cst.Call) and _is_model_load(child))
+
+
+def _count_builds(node: cst.CSTNode) -> int:
+    """``<Model>.from_config(...)`` calls: a model built without weights, which no DistributedConfig shards."""
+    return sum(1 for child in _nodes(node) if isinstance(child, cst.Call) and _is_model_load(child, "from_config"))
 
 
 # optimum.neuron.utils public names (0.4.5 _import_structure) -> the next step for each.

@@ -14,7 +14,10 @@ from neuron_migrate.rules.optimum_training.common import (
     LAZY_LOAD_PARAMS,
     TRIGGERS,
     _AddDistributedConfig,
+    _count_builds,
     _count_loads,
+    _nodes,
+    script_facts,
 )
 from neuron_migrate.rules.xla_step.common import unwrap_with
 
@@ -32,9 +35,11 @@ class LazyLoadForParallelism(Rule):
         safety=REVIEW,
         risks=frozenset({"collectives", "performance"}),
         summary=(
-            "The body runs as ordinary code. With a tensor-parallel size, the one from_pretrained in the block "
-            "gets distributed_config=DistributedConfig(tp_size=N) (launch with torchrun); a pipeline-parallel size, "
-            "or no single load to give it to, leaves the step in the marker."
+            "The body runs as ordinary code. With parallel sizes, the one from_pretrained in the block gets "
+            "distributed_config=DistributedConfig(tp_size=N, pp_size=M) (launch with torchrun); a from_config "
+            "(which takes no DistributedConfig), several loads, or sizes read from a field the migrated arguments "
+            "lack leave a TODO with the step; a block without from_pretrained gets a review marker. Only a size "
+            "of 1 is removed without a word."
         ),
         docs=(DOCS_DISTRIBUTED_CONFIG, DOCS_DISTRIBUTED),
         triggers=TRIGGERS,
@@ -53,17 +58,21 @@ class LazyLoadForParallelism(Rule):
     )
 
     def leave_With(self, original: cst.With, updated: cst.With):
-        call = next(
+        position = next(
             (
-                item.item
-                for item in original.items
+                index
+                for index, item in enumerate(original.items)
                 if isinstance(item.item, cst.Call) and self.ctx.any_qualified_name(item.item.func, LAZY_LOAD)
             ),
             None,
         )
-        if call is None:
+        if position is None:
             return updated
-        sizes = self._sizes(call)
+        gone = self._missing_field(original.items[position].item)
+        if gone:
+            return self._unwrapped(original, updated, f"deleted lazy_load_for_parallelism: {gone}")
+        # the updated call: a size read from the legacy arguments may already read the script's own ones
+        sizes = self._sizes(updated.items[position].item)
         if sizes is None:
             return self._unwrapped(
                 original,
@@ -71,41 +80,81 @@ class LazyLoadForParallelism(Rule):
                 "the parallel sizes are not readable here: pass distributed_config=DistributedConfig(tp_size=N) "
                 "(transformers.distributed) to the model's from_pretrained and launch with torchrun",
             )
-        if not sizes or not _count_loads(updated.body):
-            return self._unwrapped(original, updated, "")  # nothing loaded here to shard
-        tp = sizes.get("tp_size")
-        if "pp_size" in sizes or tp is None or _count_loads(updated.body) != 1:
+        if not sizes:
+            return self._unwrapped(original, updated, "")  # it asked for no parallelism
+        loads, builds = _count_loads(updated.body), _count_builds(updated.body)
+        if builds:
+            return self._unwrapped(original, updated, self._from_config_step(sizes))
+        if not loads:
+            return self._unwrapped(original, updated, self._no_load_step(sizes), manual=False)
+        if loads != 1:
             return self._unwrapped(original, updated, self._next_step(sizes))
         config = self.ctx.require_from_import("transformers.distributed", "DistributedConfig")
-        adder = _AddDistributedConfig(f"{config}(tp_size={tp})")
+        arguments = ", ".join(f"{k}={v}" for k, v in sizes.items())
+        adder = _AddDistributedConfig(f"{config}({arguments})")
         body = updated.body.visit(adder)
         if not adder.added:
             return self._unwrapped(original, updated, self._next_step(sizes))
-        count = tp if tp.isdigit() else f"`{tp}`"
-        review = f"tensor parallel over {count} NeuronCores: launch with torchrun --nproc-per-node {count}"
-        return self._unwrapped(original, updated.with_changes(body=body), review, manual=False)
+        return self._unwrapped(original, updated.with_changes(body=body), self._launch(sizes), sharded=True)
+
+    @staticmethod
+    def _launch(sizes: dict[str, str]) -> str:
+        counts = {k: v if v.isdigit() else f"`{v}`" for k, v in sizes.items()}
+        if "pp_size" not in counts:
+            tp = counts["tp_size"]
+            return f"tensor parallel over {tp} NeuronCores: launch with torchrun --nproc-per-node {tp}"
+        parts = [f"tensor parallel over {counts['tp_size']}"] if "tp_size" in counts else []
+        parts.append(f"pipeline parallel over {counts['pp_size']} stages")
+        return f"{' and '.join(parts)}: launch with torchrun, one process per NeuronCore of each model replica"
+
+    def _missing_field(self, call: cst.Call) -> str:
+        """Why a size cannot move: it reads a field the migrated arguments lack (the NM221 TODO of the read)."""
+        reads = script_facts(self.ctx).fields.reads
+        for arg in call.args:
+            for node in _nodes(arg.value):
+                read = reads.get(id(node))
+                if read is not None and read.todo:
+                    return read.todo
+        return ""
 
     @staticmethod
     def _next_step(sizes: dict[str, str]) -> str:
         what = ", ".join(f"{k}={v}" for k, v in sizes.items())
-        step = f"deleted lazy_load_for_parallelism, which sharded the model loaded here ({what}): "
-        if "tp_size" in sizes:
-            step += (
-                f"pass distributed_config=DistributedConfig(tp_size={sizes['tp_size']}) (transformers.distributed) "
-                "to the model's from_pretrained and launch with torchrun"
-            )
-        if "pp_size" in sizes:
-            step += "; " if "tp_size" in sizes else ""
-            step += "DistributedConfig has no pipeline stages: split the model with torch.distributed.pipelining"
-        return step
+        return (
+            f"deleted lazy_load_for_parallelism, which sharded the model loaded here ({what}): pass "
+            f"distributed_config=DistributedConfig({what}) (transformers.distributed) to the model's from_pretrained "
+            "and launch with torchrun"
+        )
 
-    def _unwrapped(self, original: cst.With, updated: cst.With, message: str, manual: bool = True):
+    @staticmethod
+    def _from_config_step(sizes: dict[str, str]) -> str:
+        what = ", ".join(f"{k}={v}" for k, v in sizes.items())
+        return (
+            f"deleted lazy_load_for_parallelism, which sharded the model from_config builds here ({what}): "
+            "from_config takes no distributed_config; load the weights with "
+            f"from_pretrained(..., distributed_config=DistributedConfig({what})) (transformers.distributed), or shard "
+            "the model yourself with torch.distributed.tensor.parallel.parallelize_module"
+        )
+
+    @staticmethod
+    def _no_load_step(sizes: dict[str, str]) -> str:
+        what = ", ".join(f"{k}={v}" for k, v in sizes.items())
+        return (
+            f"lazy_load_for_parallelism({what}) removed, and nothing in its block calls from_pretrained: if a call "
+            f"here builds the model, give its from_pretrained distributed_config=DistributedConfig({what})"
+        )
+
+    def _unwrapped(
+        self, original: cst.With, updated: cst.With, message: str, manual: bool = True, sharded: bool = False
+    ):
         new = unwrap_with(self, original, updated, LAZY_LOAD)
         if new is updated:
             return updated
-        note = "`with lazy_load_for_parallelism(...)` removed: from_pretrained shards while loading"
+        note = "`with lazy_load_for_parallelism(...)` removed"
         if not message:
-            return Edit(new, message=note, safe=True)
+            return Edit(new, message=f"{note}: it asked for no parallelism", safe=True)
+        if sharded:
+            return Edit(new, message=f"{note}: from_pretrained shards while loading", review=message)
         if manual:
             return Edit(new, message=note, todo=message)
         return Edit(new, message=note, review=message)

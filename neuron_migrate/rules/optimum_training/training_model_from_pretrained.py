@@ -15,7 +15,10 @@ from neuron_migrate.rules.optimum_training.common import (
     FROM_PRETRAINED,
     TRIGGERS,
     TRN_CONFIG,
+    ZERO_1_AS_FSDP,
+    ZERO_1_WITH_PIPELINE,
     _trn_config_arg,
+    fsdp_size_code,
     script_facts,
 )
 from neuron_migrate.rules.xla_step.common import with_args
@@ -81,12 +84,16 @@ class TrainingModelFromPretrained(Rule):
                 "trn_config's parallel sizes are not known here: add distributed_config=DistributedConfig(tp_size=N) "
                 '(transformers.distributed) for tensor parallelism, else device_map="neuron"',
             )
-        elif trn.sizes:
+        elif trn.sizes or trn.zero_1:
+            sizes = dict(trn.sizes)
+            if trn.zero_1 and "pp_size" in sizes:
+                reviews.append(f"zero_1 dropped: {ZERO_1_WITH_PIPELINE}")
+            elif trn.zero_1:
+                sizes["fsdp_size"] = fsdp_size_code(self.ctx, sizes.get("tp_size"))
+                reviews.append(ZERO_1_AS_FSDP)
             config = self.ctx.require_from_import("transformers.distributed", "DistributedConfig")
-            sizes = ", ".join(f"{k}={v}" for k, v in trn.sizes.items())
-            args.append(new_keyword("distributed_config", f"{config}({sizes})"))
-            if len(trn.sizes) > 1:
-                reviews.append("DistributedConfig cannot combine pp_size with tp_size yet")
+            arguments = ", ".join(f"{k}={v}" for k, v in sizes.items())
+            args.append(new_keyword("distributed_config", f"{config}({arguments})"))
         elif "device_map" not in keywords:
             args.append(new_keyword("device_map", '"neuron"'))
         if trn is not None and trn.dropped:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.migrate.context import code_of
+from neuron_migrate.rules import hf_fields as hf
 from neuron_migrate.rules.base import MANUAL, Example, Rule, RuleMeta, register
 from neuron_migrate.rules.optimum_training.common import (
     DOCS_DISTRIBUTED,
@@ -58,9 +59,11 @@ class TrnConfigAttribute(Rule):
         facts = script_facts(self.ctx)
         if original.value.value not in facts.args_names or id(original) in facts.skip_nodes:
             return updated
-        self.ctx.manual(
-            original,
-            f"`{code_of(original)}` is gone: build DistributedConfig(tp_size=N) from your own settings "
-            "and pass it to from_pretrained",
-        )
+        receiver = facts.fields.receivers.get(id(original))
+        if receiver:
+            sizes = ", ".join(f"{size}={receiver}.{name}" for name, size in hf.PARALLEL_FIELDS.items())
+            step = f"build DistributedConfig({sizes}) ({facts.fields.own_class} takes the sizes over)"
+        else:
+            step = "build DistributedConfig(tp_size=N) from your own settings"
+        self.ctx.manual(original, f"`{code_of(original)}` is gone: {step} and pass it to from_pretrained")
         return updated

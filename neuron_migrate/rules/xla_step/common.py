@@ -8,7 +8,7 @@ import libcst as cst
 
 from neuron_migrate.migrate.context import FileContext, code_of
 from neuron_migrate.rules.base import Fact, Rule
-from neuron_migrate.rules.calls import has_params
+from neuron_migrate.rules.calls import has_params, with_args  # noqa: F401  (re-exported)
 
 DOCS_EAGER = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/about-pytorch-neuron.html"
 DOCS_MODULE = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/api/torch-neuron-module.html"
@@ -20,47 +20,6 @@ DOCS_COMPILE_HOWTO = (
 
 
 # ----- building calls and reading the file -----------------------------------------------------
-
-
-def with_args(call: cst.Call, args: list[cst.Arg]) -> cst.Call:
-    """``call`` with a new argument list, keeping its one-line or one-argument-per-line layout. A kept
-    argument keeps the comment at the end of its line (``# noqa``); a new one gets a line of its own."""
-    old = list(call.args)
-    # The last argument's comma (if any) and trailing whitespace lead to the closing parenthesis.
-    closing = old[-1].comma if old else cst.MaybeSentinel.DEFAULT
-    tail = old[-1].whitespace_after_arg if old else cst.SimpleWhitespace("")
-    # Between arguments: the first separator, without the comments that belong to its argument.
-    sep = next((arg.comma for arg in old[:-1] if isinstance(arg.comma, cst.Comma)), None)
-    if sep is None:
-        sep = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    elif isinstance(sep.whitespace_after, cst.ParenthesizedWhitespace):
-        sep = sep.with_changes(
-            whitespace_after=sep.whitespace_after.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
-        )
-    out = []
-    for position, arg in enumerate(args):
-        if position == len(args) - 1:
-            comma = closing if arg.comma is closing else _with_line_comment(closing, _line_comment(arg))
-            out.append(arg.with_changes(comma=comma, whitespace_after_arg=tail))
-        elif isinstance(arg.comma, cst.Comma) and arg.comma is not closing:
-            out.append(arg)
-        else:
-            comma = _with_line_comment(sep, _line_comment(arg))
-            out.append(arg.with_changes(comma=comma, whitespace_after_arg=cst.SimpleWhitespace("")))
-    return call.with_changes(args=out)
-
-
-def _line_comment(arg: cst.Arg) -> cst.TrailingWhitespace:
-    """The end of ``arg``'s line in a one-argument-per-line call (its comment, if any)."""
-    after = arg.comma.whitespace_after if isinstance(arg.comma, cst.Comma) else None
-    return after.first_line if isinstance(after, cst.ParenthesizedWhitespace) else cst.TrailingWhitespace()
-
-
-def _with_line_comment(comma, line: cst.TrailingWhitespace):
-    """``comma`` (a separator or the closing comma) ending its line with ``line`` instead."""
-    if not isinstance(comma, cst.Comma) or not isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace):
-        return comma
-    return comma.with_changes(whitespace_after=comma.whitespace_after.with_changes(first_line=line))
 
 
 def source_text(ctx: FileContext) -> str:
