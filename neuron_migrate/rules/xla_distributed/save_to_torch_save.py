@@ -16,13 +16,27 @@ from neuron_migrate.rules.xla_distributed.common import (
 )
 
 
+# torch_xla.utils.serialization (``xser``) wrote each tensor to a file of its own in ``<path>.tensors`` and a
+# pickle of references at ``path``; torch.save writes one file, which torch.load reads.
+XSER = "torch_xla.utils.serialization"
+XSER_SAVE_CHECK = (
+    "xser.save wrote a folder of tensor files next to the path, torch.save writes one file: checkpoints saved "
+    "before the migration still need torch_xla's xser.load (convert them once)"
+)
+XSER_LOAD_CHECK = (
+    "reads what torch.save writes; a checkpoint xser.save wrote before the migration (a `.tensors` folder next "
+    "to it) needs torch_xla to read: convert it once with `torch.save(xser.load(path), path)`"
+)
+
+
 @register
 class SaveToTorchSave(DistributedRule):
-    """xm.save(data, path, master_only=True, global_master=False) -> torch.save under a rank guard."""
+    """xm.save(data, path, master_only=True, global_master=False) -> torch.save under a rank guard; the same for
+    ``xser.save``, and ``xser.load(path)`` -> ``torch.load`` (every object, as xser unpickled them)."""
 
     meta = RuleMeta(
         "NM130",
-        "xm.save() -> torch.save() on the writing rank",
+        "xm.save() / xser.save() -> torch.save() on the writing rank",
         safety=REVIEW,
         risks=frozenset({"checkpoint-format"}),
         summary=(
@@ -45,8 +59,17 @@ class SaveToTorchSave(DistributedRule):
             ),
         ),
     )
-    calls = {f"{XM}.save": "to_torch_save"}
+    calls = {f"{XM}.save": "to_torch_save", f"{XSER}.save": "to_torch_save", f"{XSER}.load": "to_torch_load"}
     PARAMS = ("data", "file_or_path", "master_only", "global_master", "sync")
+
+    def to_torch_load(self, original: cst.Call, updated: cst.Call, qname: str):
+        bound = bind_args(updated, ("path",))
+        if bound is None or "path" not in bound:
+            return self.manual(original, updated, 'arguments not understood; load with `torch.load(path, map_location="cpu")`')
+        path = bound["path"].with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT, comma=cst.MaybeSentinel.DEFAULT)
+        call = self.ctx.expr(f'{self.torch}.load(x, map_location="cpu", weights_only=False)')
+        call = call.with_changes(args=[path.with_changes(comma=cst.Comma(whitespace_after=SPACE)), *call.args[1:]])
+        return Edit(call, message="xser.load() -> torch.load()", review=XSER_LOAD_CHECK)
 
     def to_torch_save(self, original: cst.Call, updated: cst.Call, qname: str):
         fallback = 'write `torch.save(data, path)` under `if int(os.environ.get("LOCAL_RANK", "0")) == 0:`'
@@ -68,9 +91,13 @@ class SaveToTorchSave(DistributedRule):
             path.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT, comma=updated.args[-1].comma),
         ]
         call = updated.with_changes(func=self.ctx.expr(f"{self.torch}.save"), args=args)
+        review, message = SAVE_CHECK, ""
+        if qname.startswith(XSER):
+            review = f"{SAVE_CHECK.replace('xm.save', 'xser.save')}; {XSER_SAVE_CHECK}"
+            message = "xser.save() -> torch.save() on the writing rank"
         if not master_only:
             # Every rank writes, as before; the path must differ per rank, as it had to.
-            return Edit(self.replace_with(original, [self.code_at(call, 0)]), review=SAVE_CHECK)
+            return Edit(self.replace_with(original, [self.code_at(call, 0)]), review=review, message=message)
         var = "RANK" if global_master else "LOCAL_RANK"
         lines = [f"if {self.env_int(var)} == 0:", f"\t{self.code_at(call, 1)}"]
-        return Edit(self.replace_with(original, lines), review=SAVE_CHECK)
+        return Edit(self.replace_with(original, lines), review=review, message=message)
