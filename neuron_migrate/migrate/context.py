@@ -23,6 +23,28 @@ from neuron_migrate.ruleapi.reporter import Reporter, marker_comment
 _EMPTY = cst.Module(body=[])
 T = TypeVar("T")
 
+# Submodules their package imports when it is imported (``import torch`` makes ``torch.distributed`` usable):
+# with the package imported, code may name them without an import of their own. Any other submodule
+# (``torch.distributed.fsdp``, ``torch.distributed.optim``) gets one, or the dotted name would fail.
+LOADED_WITH_PACKAGE = frozenset(
+    {
+        "os.path",
+        "torch.amp",
+        "torch.distributed",
+        "torch.distributed.device_mesh",
+        "torch.nn",
+        "torch.nn.functional",
+        "torch.optim",
+        "torch.profiler",
+        "torch.utils",
+        "torch.utils._pytree",
+        "torch.utils.checkpoint",
+        "torch.utils.data",
+        "torch.utils.data.distributed",
+        "torch._dynamo",
+    }
+)
+
 
 # A TODO marker this tool writes: ``# TODO(neuron-migrate NM123): <next step>``.
 _TODO_MARKER = re.compile(r"#\s*TODO\(neuron-migrate (?P<rule>NM\d+)\):\s*(?P<message>.*)")
@@ -378,7 +400,7 @@ class FileContext:
         if alias and alias in self.module_names:
             alias = None
             wanted = module
-        if alias is None and "." in module:
+        if alias is None and module in LOADED_WITH_PACKAGE:
             root = module.split(".")[0]
             if root in self.existing_imports.values() and self.existing_imports.get(root) == root and self._bound_here(root):
                 return module

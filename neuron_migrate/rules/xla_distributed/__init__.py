@@ -38,6 +38,7 @@ from neuron_migrate.rules.xla_distributed.xla_backend_to_neuron import (
     initialises_process_group,
 )
 from neuron_migrate.rules.xla_distributed.xla_fsdp_manual import XlaFsdpManual
+from neuron_migrate.rules.xla_distributed.zero_redundancy_optimizer_to_stock import ZeroRedundancyOptimizerToStock
 
 __all__ = [
     "AllGatherToAllGatherSingle",
@@ -59,6 +60,7 @@ __all__ = [
     "SpmdToDeviceMesh",
     "XlaBackendToNeuron",
     "XlaFsdpManual",
+    "ZeroRedundancyOptimizerToStock",
     "binds_cores",
     "initialises_process_group",
 ]
