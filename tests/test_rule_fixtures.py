@@ -93,6 +93,7 @@ ALONE_SAYS_OTHERWISE = {
             "try_import",
             "try_import_used_unguarded",
             "two_probes",
+            "neuron_named_load",
         )
     },
 }

@@ -12,6 +12,7 @@ import libcst as cst
 from neuron_migrate.migrate.context import FileContext, code_of, root_name
 from neuron_migrate.rules.base import Fact, Rule
 from neuron_migrate.rules.calls import literal
+from neuron_migrate.rules.neuronx_trace.project_artifacts import NOT_PROBE
 from neuron_migrate.rules.xla_step.common import source_text
 
 NEURON_DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest"
@@ -286,7 +287,9 @@ def traced_names(ctx: FileContext) -> dict[str, str]:
 _IMPORTS = Fact(
     "imported_neuron_packages",
     lambda ctx: set(
-        re.findall(r"^\s*(?:import|from)\s+(torch_neuronx|neuronx_distributed)\b", source_text(ctx), re.MULTILINE)
+        re.findall(
+            rf"^\s*(?:import|from)\s+(torch_neuronx|neuronx_distributed)\b{NOT_PROBE}", source_text(ctx), re.MULTILINE
+        )
     ),
 )
 

@@ -24,8 +24,13 @@ from dataclasses import dataclass, field
 
 from neuron_migrate.migrate.neighbors import MAX_BYTES, neighbor_files
 
+# The import a migrated dual-stack guard probes TorchNeuron with: it says nothing of tracing, and a
+# second run must read the file as the first did.
+NOT_PROBE = r"(?!\s*# noqa: F401 \(fails where TorchNeuron is not installed\))"
 # A file that traces or compiles for Neuron names one of these, before and after its migration.
-NEURON_WORDS = re.compile(rb"torch_neuronx|neuronx_distributed|backend\s*=\s*[\"']neuron[\"']")
+NEURON_WORDS = re.compile(
+    rf"torch_neuronx\b{NOT_PROBE}|neuronx_distributed|backend\s*=\s*[\"']neuron[\"']".encode()
+)
 # A file name that says it holds a Neuron model: resnet50_neuron.pt, model_neuron.pt, enc.neuron.
 NEURON_FILE = re.compile(r"neuron", re.IGNORECASE)
 _FILE_NAME = re.compile(r"[\w.+-]*[\w+-]\.[A-Za-z0-9]+")

@@ -71,6 +71,7 @@ class RuntimeDeviceQueries(Rule):
         "torch_xla.device_count": "local_count",
         "torch_xla.torch_xla.device_count": "local_count",
         "torch_xla.runtime.global_runtime_device_count": "global_count",
+        "torch_xla.runtime.global_device_count": "global_count",
         "torch_xla.core.xla_model.get_xla_supported_devices": "supported_devices",
         "torch_xla.runtime.is_bf16_supported": "bf16_supported",
         "torch_xla.core.xla_model.xla_device_hw": "device_hw",

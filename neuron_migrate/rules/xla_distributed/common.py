@@ -23,7 +23,7 @@ DOCS_FSDP2 = "https://pytorch.org/docs/stable/distributed.fsdp.fully_shard.html"
 DOCS_DTENSOR = "https://pytorch.org/docs/stable/distributed.tensor.html"
 DOCS_DCP = "https://pytorch.org/docs/stable/distributed.checkpoint.html"
 # Environment variables torchrun sets, and the value a plain single-process run should see.
-ENV_DEFAULTS = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}
+ENV_DEFAULTS = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1", "GROUP_RANK": "0"}
 LEGACY_ARGUMENTS = "an argument still uses a legacy API: migrate it first, then run neuron-migrate again"
 # The review of a collective that now runs only under `if dist.is_initialized():`.
 SKIPPED_UNINITIALIZED = "skipped while no process group is initialized: init it first"
@@ -232,6 +232,8 @@ RANK_QUERIES = {
     f"{XM}.get_local_ordinal": "LOCAL_RANK",
     f"{XR}.local_ordinal": "LOCAL_RANK",
     f"{XR}.local_process_count": "LOCAL_WORLD_SIZE",
+    # the index of this host among the hosts: torchrun's node rank
+    f"{XR}.host_index": "GROUP_RANK",
 }
 # xm collectives took `groups` as lists of replica ids; torch.distributed wants this rank's process group.
 SUBGROUPS_STEP = (
