@@ -94,6 +94,7 @@ ALONE_SAYS_OTHERWISE = {
             "try_import_used_unguarded",
             "two_probes",
             "neuron_named_load",
+            "stub_class_fallback",
         )
     },
 }

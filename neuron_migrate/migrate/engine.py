@@ -615,8 +615,8 @@ class MigrationTransformer(cst.CSTTransformer):
     def _note_legacy(self, node: cst.CSTNode) -> None:
         if self.import_depth or id(node) in self.inner_attrs or not self.ctx.statement_stack:
             return
-        if self.shims and _assigned_by(self.ctx.statement_stack[-1], node):
-            return  # `except ImportError: xm = None` is the shim's fallback, not a use
+        if _binds(self.ctx.statement_stack[-1], node):
+            return  # `except ImportError: xm = None`, `class xm:`: a new binding of the name, not a use
         if self.ctx.shim_bound and self.ctx.is_shim_name(node):
             self._report_shim_use(node)
             return
@@ -791,7 +791,10 @@ def _emptied_branch(original, result) -> bool:
     return result.body.header.comment is None and only_tests(result.test)
 
 
-def _assigned_by(statement: cst.CSTNode, node: cst.CSTNode) -> bool:
+def _binds(statement: cst.CSTNode, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is a name ``statement`` binds: ``xm = None``, ``class xm:``, ``def xm():``."""
+    if isinstance(statement, (cst.ClassDef, cst.FunctionDef)):
+        return statement.name is node
     if not isinstance(statement, cst.SimpleStatementLine):
         return False
     return any(
