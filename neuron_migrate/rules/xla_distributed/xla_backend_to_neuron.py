@@ -197,6 +197,21 @@ class XlaBackendToNeuron(DistributedRule):
             message = 'process group backend "neuron"; this rank then computes on its own NeuronCore'
         return Edit(self.replace_with(original, lines), message=message)
 
+    def leave_Call(self, original: cst.Call, updated: cst.Call):
+        """``torch.dist.init_process_group(backend="xla")``, a wrapper of the project's own: a call named
+        init_process_group that is not torch.distributed's, asking for the "xla" backend by name."""
+        func = original.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+        if name != "init_process_group" or self.ctx.any_qualified_name(func, INIT_PROCESS_GROUP):
+            return updated
+        if self._neuron_call(updated) is not updated:
+            self.ctx.manual(
+                original,
+                'this init_process_group is not torch.distributed\'s and asks for the "xla" backend, which '
+                'TorchNeuron does not have: join the process group with `torch.distributed.init_process_group("neuron")`',
+            )
+        return updated
+
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
         plan = process_group_plan(self.ctx)
         launcher = plan.worker_defs().get(id(original))
