@@ -608,7 +608,10 @@ class MigrationTransformer(cst.CSTTransformer):
                 stmt = stmt.with_changes(leading_lines=_merge_lines(carried, stmt.leading_lines))
                 carried = []
             body.append(stmt)
-        if carried:
+        if carried and not body and isinstance(block, cst.IndentedBlock) and any(line.comment for line in carried):
+            # the block's `pass` comes after what the deleted lines said, not before it
+            body = [cst.SimpleStatementLine([cst.Pass()], leading_lines=_comments_with_gap(carried))]
+        elif carried:
             return block.with_changes(body=body, footer=[*_comments_with_gap(carried), *block.footer])
         return block.with_changes(body=body)
 
