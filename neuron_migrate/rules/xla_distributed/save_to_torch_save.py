@@ -41,7 +41,8 @@ class SaveToTorchSave(DistributedRule):
         risks=frozenset({"checkpoint-format"}),
         summary=(
             "xm.save wrote on each host's rank 0 by default (LOCAL_RANK), on global rank 0 with "
-            "global_master=True, on every rank with master_only=False, and moved tensors to CPU first."
+            "global_master=True, on every rank with master_only=False, and moved tensors to CPU first; every "
+            "rank then waited for the others (a barrier where a process group is started)."
         ),
         docs=(DOCS_CHANGES, "https://pytorch.org/docs/stable/generated/torch.save.html"),
         example=Example(
@@ -51,11 +52,14 @@ class SaveToTorchSave(DistributedRule):
             ),
             after=(
                 "import os\n"
-                "import torch\n\n"
+                "import torch\n"
+                "import torch.distributed as dist\n\n"
                 "# neuron-migrate(NM130): xm.save moved tensors to CPU first; load with "
                 '`map_location="cpu"` or save a CPU copy of the state\n'
                 'if int(os.environ.get("LOCAL_RANK", "0")) == 0:\n'
                 '    torch.save(model.state_dict(), "checkpoint.pt")\n'
+                "if dist.is_initialized():\n"
+                "    dist.barrier()\n"
             ),
         ),
     )
@@ -95,9 +99,12 @@ class SaveToTorchSave(DistributedRule):
         if qname.startswith(XSER):
             review = f"{SAVE_CHECK.replace('xm.save', 'xser.save')}; {XSER_SAVE_CHECK}"
             message = "xser.save() -> torch.save() on the writing rank"
+        # xm.save and xser.save ended in a rendezvous of every rank: whoever reads the file next finds it written.
+        barrier = [f"if {self.dist}.is_initialized():", f"\t{self.dist}.barrier()"]
         if not master_only:
             # Every rank writes, as before; the path must differ per rank, as it had to.
-            return Edit(self.replace_with(original, [self.code_at(call, 0)]), review=review, message=message)
+            lines = [self.code_at(call, 0), *barrier]
+            return Edit(self.replace_with(original, lines), review=review, message=message)
         var = "RANK" if global_master else "LOCAL_RANK"
-        lines = [f"if {self.env_int(var)} == 0:", f"\t{self.code_at(call, 1)}"]
+        lines = [f"if {self.env_int(var)} == 0:", f"\t{self.code_at(call, 1)}", *barrier]
         return Edit(self.replace_with(original, lines), review=review, message=message)
