@@ -51,6 +51,49 @@ def test_import_contracts_hold():
     assert "0 broken" in result.stdout
 
 
+def _import_cycles(package: str) -> list[list[str]]:
+    """The groups of modules that import each other, directly or not (function-level imports count;
+    imports under TYPE_CHECKING do not, they never run)."""
+    import grimp
+
+    graph = grimp.build_graph(package, exclude_type_checking_imports=True)
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(module: str) -> None:  # Tarjan's strongly connected components
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for imported in sorted(graph.find_modules_directly_imported_by(module)):
+            if imported not in order:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in stack:
+                low[module] = min(low[module], order[imported])
+        if low[module] == order[module]:
+            group = stack[stack.index(module) :]
+            del stack[stack.index(module) :]
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for module in sorted(graph.modules):
+        if module not in order:
+            visit(module)
+    return cycles
+
+
+def test_no_module_imports_itself_back():
+    # The layer contracts see imports between layers; a cycle inside one layer (a family's common.py
+    # importing the rules built on it) is only seen here.
+    assert _import_cycles("neuron_migrate") == []
+
+
+def test_the_cycle_finder_finds_cycles():
+    # in the standard library's email package, message, policy and contentmanager import each other
+    assert ["email.contentmanager", "email.message", "email.policy"] in _import_cycles("email")
+
+
 def test_every_role_is_played_by_one_rule():
     played = {role: rule_with_role(role) for role in ROLES}
     assert all(played.values()), [role for role, rule in played.items() if rule is None]

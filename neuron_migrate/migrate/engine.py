@@ -19,7 +19,7 @@ from neuron_migrate.migrate import imports as import_edits
 from neuron_migrate.migrate.guards import is_shim, only_tests
 from neuron_migrate.migrate.names import new_unbound_reads
 from neuron_migrate.migrate.context import FileContext, code_of, is_import_line, root_name, site_todo_rule
-from neuron_migrate.migrate.sources import InternalError
+from neuron_migrate.migrate.errors import InternalError
 from neuron_migrate.report.model import MANUAL, Finding, Span
 from neuron_migrate.ruleapi import Edit, Rule, RuleIndex, StatementReplacement, rule_with_role, rules_for, select_rules
 from neuron_migrate.ruleapi.reporter import marker_comment

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from neuron_migrate.migrate.errors import InternalError, SourceError
 from neuron_migrate.migrate.write import split_lines, unified_diff
 from neuron_migrate.report.model import CHANGED, FAILED, UNCHANGED, Finding
 
@@ -22,16 +23,6 @@ if TYPE_CHECKING:
     from neuron_migrate.migrate.engine import RulePlan
 
 UTF8_BOM = "utf-8-sig"
-
-
-class SourceError(Exception):
-    """A file this tool will not rewrite: it cannot be turned into text (or back), its format's reader
-    refuses it, or it would not print back exactly. The message starts with ``line:col: `` when a place
-    is known; :func:`guarded` adds the path and says that the file was left unchanged."""
-
-
-class InternalError(Exception):
-    """A rule produced code that does not parse; carries the rule ids that touched the file."""
 
 
 @dataclass(frozen=True)

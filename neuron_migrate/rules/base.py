@@ -28,6 +28,7 @@ from neuron_migrate.ruleapi import (
     select_rules,
 )
 from neuron_migrate.ruleapi import Rule as _ApiRule
+from neuron_migrate.rules.rows import install
 
 __all__ = [
     "MANUAL",
@@ -62,7 +63,4 @@ class Rule(_ApiRule):
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
         if "rows" in cls.__dict__:
-            # rows.py imports this module, so it is only reachable once a rule class is defined
-            from neuron_migrate.rules.rows import install
-
             install(cls)

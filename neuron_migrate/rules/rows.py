@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
-from neuron_migrate.rules.base import Edit, StatementReplacement
+from neuron_migrate.ruleapi import Edit, StatementReplacement
 
 if TYPE_CHECKING:
     from neuron_migrate.migrate.context import FileContext

@@ -19,4 +19,5 @@ def load_checks() -> None:
 def scan_source(source: str, path: str):
     from neuron_migrate.analyzers.static.base import scan_source as scan
 
+    load_checks()
     return scan(source, path)

@@ -218,10 +218,8 @@ def _collect_imports(tree: ast.Module, scan: FileScan) -> None:
 
 
 def scan_source(source: str, path: str) -> list[Finding]:
-    """The hazard findings of one Python source text. Raises SyntaxError for code that does not parse."""
-    from neuron_migrate.analyzers.static import load_checks
-
-    load_checks()
+    """The hazard findings of one Python source text, by the checks registered so far (the package's
+    ``scan_source`` registers them all first). Raises SyntaxError for code that does not parse."""
     tree = ast.parse(source, filename=path)
     scan = FileScan(path=path, source=source, lines=source.splitlines(), tree=tree)
     _collect_imports(tree, scan)

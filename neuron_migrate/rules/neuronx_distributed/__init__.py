@@ -17,11 +17,8 @@ pipelining docs.
 
 from __future__ import annotations
 
-# common.py first: it imports, at its end, the rule modules that import it.
 from neuron_migrate.rules.neuronx_distributed.common import owner
-
 from neuron_migrate.rules.neuronx_distributed.checkpoints_to_dcp import CheckpointsToDcp
-from neuron_migrate.rules.neuronx_distributed.dispatch import NXD_RULES
 from neuron_migrate.rules.neuronx_distributed.move_model_to_device import MoveModelToDevice
 from neuron_migrate.rules.neuronx_distributed.nxd_inference_to_compile import NxdInferenceToCompile
 from neuron_migrate.rules.neuronx_distributed.nxd_lora_to_peft import NxdLoraToPeft
@@ -40,7 +37,6 @@ from neuron_migrate.rules.neuronx_distributed.zero1_to_fsdp2 import Zero1ToFsdp2
 __all__ = [
     "CheckpointsToDcp",
     "MoveModelToDevice",
-    "NXD_RULES",
     "NxdInferenceToCompile",
     "NxdLoraToPeft",
     "NxdMigrationPlan",

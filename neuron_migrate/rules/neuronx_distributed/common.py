@@ -54,6 +54,9 @@ def submodule_name(rule: Rule, call: cst.Call) -> str | None:
 
 # ----- which rule answers which NxD name ------------------------------------------------------------
 
+# Every NxD rule, as its module defines it; no name is in two rules' tables, so their order does not matter.
+_NXD_RULES: list[type[NxdRule]] = []
+
 
 class NxdRule(LegacyUseRule):
     """Base of the NxD rules: ``apis`` maps an API name (the last part of its qualified name, or the
@@ -63,6 +66,13 @@ class NxdRule(LegacyUseRule):
     prefixes = (NXD,)
     apis: ClassVar[dict[str, str]] = {}
     modules: ClassVar[dict[str, str]] = {}
+    # The rule of the names no table knows (one: other_nxd_api), with the method answering them.
+    answers_the_rest: ClassVar[str | None] = None
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "meta" in cls.__dict__:  # a rule, not a base of rules
+            _NXD_RULES.append(cls)
 
     def handle_use(self, original, updated, use: LegacyUse):
         rule, method, api = owner(use.qname)
@@ -78,21 +88,23 @@ class NxdRule(LegacyUseRule):
 
 @cache
 def owner(qname: str) -> tuple[type[NxdRule], str, str]:
-    """(rule, method, API name) for a qualified name under neuronx_distributed."""
+    """(rule, method, API name) for a qualified name under neuronx_distributed. Asked once the rule
+    modules are imported (at rewrite time), so every rule is in ``_NXD_RULES``."""
     parts = qname.split(".")[1:]
     for position in range(len(parts) - 1, -1, -1):
         keys = [parts[position]]
         if position:
             keys.insert(0, f"{parts[position - 1]}.{parts[position]}")
         for key in keys:
-            for rule in NXD_RULES:
+            for rule in _NXD_RULES:
                 if key in rule.apis:
                     return rule, rule.apis[key], key
     for position in range(len(parts) - 1, -1, -1):
-        for rule in NXD_RULES:
+        for rule in _NXD_RULES:
             if parts[position] in rule.modules:
                 return rule, rule.modules[parts[position]], parts[-1] if parts else NXD
-    return OtherNxdApi, "generic", parts[-1] if parts else NXD
+    rest = next(rule for rule in _NXD_RULES if rule.answers_the_rest)
+    return rest, rest.answers_the_rest, parts[-1] if parts else NXD
 
 
 def is_automatic(use: LegacyUse) -> bool:
@@ -281,9 +293,3 @@ NXD_ARTIFACT = (
     "no compiled artifact to save or load: rebuild, shard and torch.compile the model at start-up "
     "(TORCH_NEURONX_NEFF_CACHE_DIR keeps the compile work)"
 )
-
-
-# Read only when the code above runs, and imported last: these modules import that code from here
-# (the package imports this module first).
-from neuron_migrate.rules.neuronx_distributed.dispatch import NXD_RULES  # noqa: E402
-from neuron_migrate.rules.neuronx_distributed.other_nxd_api import OtherNxdApi  # noqa: E402

@@ -22,6 +22,7 @@ class OtherNxdApi(AdviceRule):
     """Every other neuronx_distributed name: a short table of known ones, and for the rest a marker naming
     the module, so no NxD use is left without a next step (DOCS_TRANSITION, DOCS_DISTRIBUTED)."""
 
+    answers_the_rest = "generic"
     meta = RuleMeta(
         "NM449",
         "other neuronx_distributed API",

@@ -12,7 +12,6 @@ from neuron_migrate.rules.base import Edit, Fact, Rule
 from neuron_migrate.rules.calls import bind_args, first_argument, is_plain_reference, names_in
 from neuron_migrate.rules.tables.xla_data import XMP
 from neuron_migrate.rules.xla_device.common import XLA_DEVICE_CALLS
-from neuron_migrate.rules.xla_step.common import source_text
 
 DOCS_WHAT_CHANGES = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 PARALLEL_LOADER_MODULE = "torch_xla.distributed.parallel_loader"
@@ -345,7 +344,7 @@ class FileIndex:
 
 
 def _build_file_index(ctx: FileContext) -> FileIndex | None:
-    text = source_text(ctx)
+    text = ctx.text
     relevant = any(word in text for word in ("MpDeviceLoader", "ParallelLoader", "MpSerialExecutor"))
     return FileIndex(ctx) if relevant else None
 

@@ -8,6 +8,7 @@ from neuron_migrate.migrate.walk import walk
 from neuron_migrate.rules.base import SAFE, Edit, Example, Fact, RuleMeta, register
 from neuron_migrate.rules.calls import bind_args, literal
 from neuron_migrate.rules.xla_data.common import LAUNCHERS
+from neuron_migrate.rules.xla_step.common import answer_process_group_planned
 from neuron_migrate.rules.xla_distributed.common import (
     DOCS_DISTRIBUTED,
     DOCS_TUTORIAL,
@@ -130,6 +131,7 @@ def process_group_plan(ctx) -> _ProcessGroupPlan:
     return ctx.fact(PROCESS_GROUP_PLAN)
 
 
+@answer_process_group_planned
 def initialises_process_group(ctx) -> bool:
     """Whether the migrated file starts a process group (its own call, or one added for its workers)."""
     plan = process_group_plan(ctx)

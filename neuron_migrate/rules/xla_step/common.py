@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 
@@ -172,13 +172,20 @@ AVERAGED = (
 NO_PROCESS_GROUP = '; needs `dist.init_process_group("neuron")` at start-up, else each rank trains alone'
 
 
+# The process-group rules (rules/xla_distributed, built on this module) know whether a file starts a
+# process group; they hand that check over here when they are imported.
+_PROCESS_GROUP_CHECKS: list[Callable[[FileContext], bool]] = []
+
+
+def answer_process_group_planned(check: Callable[[FileContext], bool]) -> Callable[[FileContext], bool]:
+    _PROCESS_GROUP_CHECKS[:] = [check]
+    return check
+
+
 def process_group_planned(ctx: FileContext) -> bool:
     """Whether the migrated file initialises a process group: it calls init_process_group, or it
     launched its workers with xmp.spawn / torch_xla.launch, whose rewrite initialises one."""
-    # xla_distributed reaches this module through xla_data, so it is imported here, not at the top.
-    from neuron_migrate.rules.xla_distributed import initialises_process_group
-
-    return initialises_process_group(ctx)
+    return any(check(ctx) for check in _PROCESS_GROUP_CHECKS)
 
 
 STEP_CLOSURE_PARAMS = ("closure", "args", "run_async")
