@@ -27,7 +27,6 @@ from neuron_migrate.migrate.runner import display_path
 from neuron_migrate.report.model import ERROR, FAILED, SKIPPED, FileResult, Finding, Report
 
 COMMAND = "audit"
-FAIL_LEVELS = ("info", "warning", "error", "never")
 BASELINE_VERSION = 1
 STATIC_AND_RUNTIME = "static+runtime"
 

@@ -100,10 +100,7 @@ def _keywords_of(function: ast.FunctionDef) -> dict[str, str]:
 @cache
 def legacy_keywords(family: str) -> dict[str, str]:
     """keyword -> a value to pass, for every keyword the family's loading call takes."""
-    try:
-        root = reference.source_root()
-    except FileNotFoundError as exc:
-        pytest.skip(str(exc))
+    root = reference.source_root()
     _, _, sources = FAMILIES[family]
     out = {**OPTIMIZED_MODEL_KEYWORDS} if family != "training" else {}
     for path, cls, methods in sources:
@@ -121,6 +118,10 @@ def legacy_keywords(family: str) -> dict[str, str]:
 
 
 def _cases():
+    reason = reference.missing()
+    if reason is not None:
+        yield pytest.param("", "", "", marks=pytest.mark.skip(reason=reason), id="optimum-neuron-not-unpacked")
+        return
     for family in FAMILIES:
         for keyword, value in sorted(legacy_keywords(family).items()):
             yield pytest.param(family, keyword, value, id=f"{family}-{keyword}")
@@ -204,10 +205,10 @@ TRAINERS = {
 
 
 def _trainer_cases():
-    try:
-        root = reference.source_root()
-    except FileNotFoundError:
-        return [pytest.param("", "", marks=pytest.mark.skip("optimum-neuron is not unpacked"))]
+    reason = reference.missing()
+    if reason is not None:
+        return [pytest.param("", "", marks=pytest.mark.skip(reason=reason))]
+    root = reference.source_root()
     cases = []
     for legacy, (path, _, _) in TRAINERS.items():
         tree = ast.parse((root / path).read_text(encoding="utf-8"))

@@ -40,9 +40,6 @@ _MODULES = {
     "statistics": "neuron_migrate.report.statistics",
 }
 
-RULE_KEYS = ("title", "safety", "summary", "docs", "risks")
-
-
 def format_for_path(path: Path | str) -> str:
     name = Path(path).name.lower()
     for suffix in sorted(EXTENSIONS, key=len, reverse=True):

@@ -38,6 +38,16 @@ class PublicName:
         return (f"{package}.{self.name}", f"{base}.{self.module}.{self.name}")
 
 
+def missing() -> str | None:
+    """Why the released package cannot be read (it is not unpacked), or None: tests that read it skip
+    with this reason."""
+    try:
+        source_root()
+    except FileNotFoundError as exc:
+        return str(exc)
+    return None
+
+
 def source_root() -> Path:
     target = Path(os.environ.get("NEURON_MIGRATE_OPTIMUM_NEURON", DEFAULT_TARGET))
     package = target / "optimum" / "neuron"

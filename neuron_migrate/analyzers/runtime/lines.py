@@ -12,7 +12,6 @@ from __future__ import annotations
 import linecache
 import os
 import re
-import sys
 import sysconfig
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -45,12 +44,6 @@ class Location:
 
     def short(self) -> str:
         return f"{self.path}:{self.line}"
-
-
-def _dir_of(module_name: str) -> str | None:
-    module = sys.modules.get(module_name)
-    file = getattr(module, "__file__", None)
-    return os.path.dirname(os.path.abspath(file)) + os.sep if file else None
 
 
 class Attribution:
