@@ -1,32 +1,12 @@
 """Rule families. Each family is a package with one module per rule (leftovers and notebooks are one
-module each); importing a family registers its rules. ``load_all`` imports them all, and the registry
-(:mod:`neuron_migrate.ruleapi.registry`) calls it the first time it is asked for a rule."""
+module each); importing a rule's module registers the rule. ``load_all`` imports every module of this
+package, and the registry (:mod:`neuron_migrate.ruleapi.registry`) calls it the first time it is asked
+for a rule."""
 
 from __future__ import annotations
 
 import importlib
-
-FAMILIES = (
-    "leftovers",
-    "xla_device",
-    "xla_step",
-    "xla_distributed",
-    "xla_data",
-    "xla_amp",
-    "xla_debug",
-    "xla_utils",
-    "env_vars",
-    "optimum_training",
-    "optimum_inference",
-    "optimum_diffusers",
-    "neuronx_trace",
-    "neuronx_distributed",
-    "launch_scripts",
-    "requirements",
-    "notebooks",
-    "dockerfiles",
-    "sagemaker",
-)
+import pkgutil
 
 # Modules (and single APIs) that exist only on the legacy stack: imports of them are removed once
 # unused, and any reference to them that no rule migrates is reported (NM100). torch_neuronx itself
@@ -63,9 +43,7 @@ def load_all() -> None:
     if _loaded:
         return
     _loaded = True
-    for name in FAMILIES:
-        try:
-            importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
+    # Every module under this package: a rule registers itself where it is defined (@register), so a new
+    # rule module needs no other mention anywhere.
+    for module in pkgutil.walk_packages(__path__, f"{__name__}."):
+        importlib.import_module(module.name)

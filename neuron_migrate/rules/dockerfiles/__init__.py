@@ -12,12 +12,9 @@ from __future__ import annotations
 
 from neuron_migrate.rules.dockerfiles.common import legacy_image
 from neuron_migrate.rules.dockerfiles.dispatch import apply_dockerfile_rules
-from neuron_migrate.rules.dockerfiles.hidden_legacy_instruction import HiddenLegacyInstruction
-from neuron_migrate.rules.dockerfiles.xla_era_base_image import XlaEraBaseImage, _check_image
+from neuron_migrate.rules.dockerfiles.xla_era_base_image import _check_image
 
 __all__ = [
-    "HiddenLegacyInstruction",
-    "XlaEraBaseImage",
     "_check_image",
     "apply_dockerfile_rules",
     "legacy_image",

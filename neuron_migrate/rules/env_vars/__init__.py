@@ -19,24 +19,14 @@ from neuron_migrate.rules.env_vars.common import (
     drop_flags,
     flags_in,
 )
-from neuron_migrate.rules.env_vars.compile_cache_env_vars import CompileCacheEnvVars
-from neuron_migrate.rules.env_vars.compiler_flags_env_var import CompilerFlagsEnvVar
-from neuron_migrate.rules.env_vars.int32_long_env_var import Int32LongEnvVar
-from neuron_migrate.rules.env_vars.xla_bf16_env_vars import XlaBf16EnvVars
-from neuron_migrate.rules.env_vars.xla_runtime_env_vars import XlaRuntimeEnvVars
 
 __all__ = [
     "BY_HAND",
-    "CompileCacheEnvVars",
-    "CompilerFlagsEnvVar",
     "DELETE",
     "DELETE_BY_HAND",
     "ENV_VARS",
-    "Int32LongEnvVar",
     "KEEP",
     "RENAME",
-    "XlaBf16EnvVars",
-    "XlaRuntimeEnvVars",
     "classify_env_var",
     "drop_flags",
     "flags_in",

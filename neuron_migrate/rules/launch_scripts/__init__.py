@@ -17,30 +17,12 @@ finding; they never touch the text themselves.
 
 from __future__ import annotations
 
-from neuron_migrate.rules.launch_scripts.async_load_off import AsyncLoadOff
-from neuron_migrate.rules.launch_scripts.changed_trainer_flags import ChangedTrainerFlags
 from neuron_migrate.rules.launch_scripts.common import ASYNC_LOAD, COMPILE_FLAGS, launch_of
 from neuron_migrate.rules.launch_scripts.dispatch import apply_heredocs, apply_rules
-from neuron_migrate.rules.launch_scripts.neuron_only_training_flags import NeuronOnlyTrainingFlags
-from neuron_migrate.rules.launch_scripts.optimum_cli_export import OptimumCliExport
-from neuron_migrate.rules.launch_scripts.optimum_cli_neuron import OptimumCliNeuron
-from neuron_migrate.rules.launch_scripts.parallel_compile_wrapper import ParallelCompileWrapper
-from neuron_migrate.rules.launch_scripts.torch_compile_flags import TorchCompileFlags
-from neuron_migrate.rules.launch_scripts.unparsed_shell_line import UnparsedShellLine
-from neuron_migrate.rules.launch_scripts.xla_dist_launcher import XlaDistLauncher
 
 __all__ = [
     "ASYNC_LOAD",
-    "AsyncLoadOff",
     "COMPILE_FLAGS",
-    "ChangedTrainerFlags",
-    "NeuronOnlyTrainingFlags",
-    "OptimumCliExport",
-    "OptimumCliNeuron",
-    "ParallelCompileWrapper",
-    "TorchCompileFlags",
-    "UnparsedShellLine",
-    "XlaDistLauncher",
     "apply_heredocs",
     "apply_rules",
     "launch_of",

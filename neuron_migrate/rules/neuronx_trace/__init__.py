@@ -14,29 +14,3 @@ and the torch-neuronx trace API reference.
 """
 
 from __future__ import annotations
-
-from neuron_migrate.rules.neuronx_trace.analyze_to_fallback_ops import AnalyzeToFallbackOps
-from neuron_migrate.rules.neuronx_trace.core_placement import CorePlacement
-from neuron_migrate.rules.neuronx_trace.data_parallel_to_processes import DataParallelToProcesses
-from neuron_migrate.rules.neuronx_trace.device_count import DeviceCount
-from neuron_migrate.rules.neuronx_trace.libneuronxla_removed import LibneuronxlaRemoved
-from neuron_migrate.rules.neuronx_trace.nki_jit_to_nki_op import NkiJitToNkiOp
-from neuron_migrate.rules.neuronx_trace.other_xla_era_api import OtherXlaEraApi
-from neuron_migrate.rules.neuronx_trace.trace_to_compile import TraceToCompile
-from neuron_migrate.rules.neuronx_trace.traced_artifacts import TracedArtifacts
-from neuron_migrate.rules.neuronx_trace.traced_model_helpers import TracedModelHelpers
-from neuron_migrate.rules.neuronx_trace.xla_era_distributed import XlaEraDistributed
-
-__all__ = [
-    "AnalyzeToFallbackOps",
-    "CorePlacement",
-    "DataParallelToProcesses",
-    "DeviceCount",
-    "LibneuronxlaRemoved",
-    "NkiJitToNkiOp",
-    "OtherXlaEraApi",
-    "TraceToCompile",
-    "TracedArtifacts",
-    "TracedModelHelpers",
-    "XlaEraDistributed",
-]

@@ -13,14 +13,8 @@ tensor-parallel plan (the Flux transformer) can be sharded. Adapters compiled in
 from __future__ import annotations
 
 from neuron_migrate.rules.optimum_diffusers.common import PIPELINES, TENSOR_PARALLEL_DENOISER
-from neuron_migrate.rules.optimum_diffusers.compiled_pipeline_components import CompiledPipelineComponents
-from neuron_migrate.rules.optimum_diffusers.diffusion_pipeline_to_diffusers import DiffusionPipelineToDiffusers
-from neuron_migrate.rules.optimum_diffusers.pipeline_mixin_removal import PipelineMixinRemoval
 
 __all__ = [
-    "CompiledPipelineComponents",
-    "DiffusionPipelineToDiffusers",
     "PIPELINES",
-    "PipelineMixinRemoval",
     "TENSOR_PARALLEL_DENOISER",
 ]

@@ -15,26 +15,8 @@ builds on the same reading for the diffusion pipelines.
 
 from __future__ import annotations
 
-from neuron_migrate.rules.optimum_inference.causal_lm_to_transformers import CausalLMToTransformers
 from neuron_migrate.rules.optimum_inference.common import TASK_MODELS
-from neuron_migrate.rules.optimum_inference.compiled_model_base_class import CompiledModelBaseClass
-from neuron_migrate.rules.optimum_inference.compiled_model_save import CompiledModelSave
-from neuron_migrate.rules.optimum_inference.compiled_model_settings import CompiledModelSettings
-from neuron_migrate.rules.optimum_inference.inputs_to_model_device import InputsToModelDevice
-from neuron_migrate.rules.optimum_inference.pipeline_to_transformers import PipelineToTransformers
-from neuron_migrate.rules.optimum_inference.precompiled_hub_model import PrecompiledHubModel
-from neuron_migrate.rules.optimum_inference.sentence_transformers_to_stock import SentenceTransformersToStock
-from neuron_migrate.rules.optimum_inference.task_model_to_transformers import TaskModelToTransformers
 
 __all__ = [
-    "CausalLMToTransformers",
-    "CompiledModelBaseClass",
-    "CompiledModelSave",
-    "CompiledModelSettings",
-    "InputsToModelDevice",
-    "PipelineToTransformers",
-    "PrecompiledHubModel",
-    "SentenceTransformersToStock",
     "TASK_MODELS",
-    "TaskModelToTransformers",
 ]

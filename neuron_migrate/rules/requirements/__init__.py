@@ -30,31 +30,13 @@ from neuron_migrate.rules.requirements.common import (
     plan_change,
     poetry_requirement,
 )
-from neuron_migrate.rules.requirements.hashes_dropped import HashesDropped
-from neuron_migrate.rules.requirements.hugging_face_pins import HuggingFacePins
-from neuron_migrate.rules.requirements.neuron_index_kept import NeuronIndexKept
-from neuron_migrate.rules.requirements.neuronx_cc_pin_dropped import NeuronxCcPinDropped
-from neuron_migrate.rules.requirements.neuronx_distributed_removed import NeuronxDistributedRemoved
-from neuron_migrate.rules.requirements.optimum_neuron_replaced import OptimumNeuronReplaced
-from neuron_migrate.rules.requirements.torch_neuronx_pin import TorchNeuronxPin
-from neuron_migrate.rules.requirements.torch_pin import TorchPin
-from neuron_migrate.rules.requirements.torch_xla_removed import TorchXlaRemoved
 
 __all__ = [
     "Change",
-    "HashesDropped",
-    "HuggingFacePins",
     "INDEX_MARKER",
-    "NeuronIndexKept",
-    "NeuronxCcPinDropped",
-    "NeuronxDistributedRemoved",
-    "OptimumNeuronReplaced",
     "PACKAGES",
     "Requirement",
     "Stack",
-    "TorchNeuronxPin",
-    "TorchPin",
-    "TorchXlaRemoved",
     "capped_below",
     "conda_requirement",
     "is_neuron_index",

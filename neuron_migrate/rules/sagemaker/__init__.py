@@ -16,7 +16,3 @@ image tables.
 
 from __future__ import annotations
 
-from neuron_migrate.rules.sagemaker.instance_type_without_torch_neuron import InstanceTypeWithoutTorchNeuron
-from neuron_migrate.rules.sagemaker.xla_era_container_image import XlaEraContainerImage
-
-__all__ = ["InstanceTypeWithoutTorchNeuron", "XlaEraContainerImage"]

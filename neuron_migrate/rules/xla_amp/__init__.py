@@ -6,13 +6,3 @@ The sync-free optimizers existed only to avoid XLA graph breaks and become the s
 """
 
 from __future__ import annotations
-
-from neuron_migrate.rules.xla_amp.autocast_to_neuron import AutocastToNeuron
-from neuron_migrate.rules.xla_amp.grad_scaler_with_xla import GradScalerWithXla
-from neuron_migrate.rules.xla_amp.syncfree_optimizers import SyncfreeOptimizers
-
-__all__ = [
-    "AutocastToNeuron",
-    "GradScalerWithXla",
-    "SyncfreeOptimizers",
-]

@@ -10,17 +10,3 @@ NeuronCore started by ``torchrun``, so the entry point calls the worker function
 """
 
 from __future__ import annotations
-
-from neuron_migrate.rules.xla_data.mp_device_loader_removal import MpDeviceLoaderRemoval
-from neuron_migrate.rules.xla_data.mp_model_wrapper_removal import MpModelWrapperRemoval
-from neuron_migrate.rules.xla_data.mp_serial_executor_manual import MpSerialExecutorManual
-from neuron_migrate.rules.xla_data.parallel_loader_removal import ParallelLoaderRemoval
-from neuron_migrate.rules.xla_data.spawn_to_torchrun import SpawnToTorchrun
-
-__all__ = [
-    "MpDeviceLoaderRemoval",
-    "MpModelWrapperRemoval",
-    "MpSerialExecutorManual",
-    "ParallelLoaderRemoval",
-    "SpawnToTorchrun",
-]

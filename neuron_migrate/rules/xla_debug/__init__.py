@@ -6,13 +6,3 @@ Explorer; the XLA profiler server and its trace annotations have no drop-in equi
 """
 
 from __future__ import annotations
-
-from neuron_migrate.rules.xla_debug.xla_metrics_to_neuron import XlaMetricsToNeuron
-from neuron_migrate.rules.xla_debug.xla_profiler_manual import XlaProfilerManual
-from neuron_migrate.rules.xla_debug.xla_trace_to_record_function import XlaTraceToRecordFunction
-
-__all__ = [
-    "XlaMetricsToNeuron",
-    "XlaProfilerManual",
-    "XlaTraceToRecordFunction",
-]
