@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
 import re
 import shutil
 import sys
@@ -110,12 +111,16 @@ def entry(target: Path, script: str | None) -> Path:
 
 
 def _interpreter(python: str | None) -> str:
+    """The legacy interpreter as an absolute path: the side runs in its script's folder, where a path relative to
+    here names nothing. Not resolved: a venv's ``bin/python`` is a link whose target would lose the venv."""
     if python is None:
         return sys.executable
-    found = shutil.which(python) or (python if Path(python).is_file() else None)
-    if found is None:
+    found = shutil.which(python) if os.sep not in python else python
+    if found is None or not Path(found).is_file():
         raise VerifyError(f"--legacy-python {python}: no such interpreter")
-    return found
+    if not os.access(found, os.X_OK):
+        raise VerifyError(f"--legacy-python {python}: not executable")
+    return os.path.abspath(found)
 
 
 def _result(finished: list[Finished], legacy: Path, migrated: Path, options: Options) -> Verification:
