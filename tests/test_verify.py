@@ -120,6 +120,29 @@ def test_gradients_no_longer_averaged_over_two_ranks_are_found_with_the_edit_tha
     assert f"migrated/sharded_loop.py:{marker}: NM113 gradients averaged by hand" in run.stdout
 
 
+def test_a_migrated_program_whose_device_helper_fell_back_to_the_cpu_is_not_vouched_for(tmp_path):
+    _rewritten(tmp_path, "device_helper_loop.py")
+    migrated = tmp_path / "migrated" / "device_helper_loop.py"
+    honest = _verify(tmp_path, "device_helper_loop.py", "--steps", "3", "--format", "json")
+    # the emulator provides the neuron device; this program cannot import torch_neuronx, as where it is missing
+    _edit(migrated, '"""A legacy', 'import sys\nsys.modules["torch_neuronx"] = None\n"""A legacy')
+    fallback = _line_of(migrated, 'return torch.device("cpu")')
+
+    on_cpu = _verify(tmp_path, "device_helper_loop.py", "--steps", "3", "--format", "json")
+
+    assert honest.returncode == 0, honest.stdout + honest.stderr
+    assert json.loads(honest.stdout)["migrated"]["device"] == "neuron (emulated on CPU)"
+    assert on_cpu.returncode == 1, on_cpu.stdout + on_cpu.stderr
+    result = json.loads(on_cpu.stdout)
+    assert all(row["equal"] for row in result["rows"]), "every value agrees: the CPU computes what the legacy did"
+    divergence = result["divergence"]
+    assert (divergence["what"], divergence["migrated"]) == ("device", "cpu")
+    assert divergence["cause"].startswith("the migrated program ran on the CPU: none of its ")
+    assert divergence["cause"].endswith('the except handler that chose it: return torch.device("cpu")')
+    assert divergence["at"] == f"{migrated}:{fallback}"
+    assert result["migrated"]["device"] == "cpu, not neuron (emulated on CPU)"
+
+
 def test_an_inference_script_compares_its_model_outputs(project):
     run = _verify(project, "inference.py")
 

@@ -143,7 +143,21 @@ def _result(finished: list[Finished], legacy: Path, migrated: Path, options: Opt
                                "no batch")
         return result
     _add_notes(result, records)
+    _check_device(result, records[1], finished[1].side, migrated)
     return result
+
+
+def _check_device(result: Verification, migrated: dict[int, Record], side: Side, target: Path) -> None:
+    """A migrated program that computed nothing on the device is not vouched for, whatever its values."""
+    divergence = causes.on_cpu(list(migrated.values()), target if target.is_dir() else side.script.parent,
+                               side.script)
+    if divergence is None:
+        return
+    if result.divergence is not None:
+        earlier = result.divergence
+        result.notes.append(f"the values parted too, first at step {earlier.step} ({earlier.what})")
+    result.outcome, result.divergence = DIFFERENT, divergence
+    result.migrated.device = f"{divergence.migrated}, not {side.device}"
 
 
 def _pairs(records: list[dict[int, Record]], result: Verification) -> list[tuple[int, Record, Record]]:

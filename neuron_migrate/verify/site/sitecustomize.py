@@ -207,7 +207,8 @@ def _record_losses(torch, state):
                 if isinstance(tensor, torch.Tensor) and tensor.numel() == 1:
                     autocast = any(torch.is_autocast_enabled(kind) for kind in _autocast_kinds(torch, tensor))
                     state.write("loss", value=float(tensor.detach().float().cpu().reshape(())),
-                                dtype=str(tensor.dtype).replace("torch.", ""), autocast=autocast, at=_caller())
+                                dtype=str(tensor.dtype).replace("torch.", ""), device=tensor.device.type,
+                                autocast=autocast, at=_caller())
         return backward(tensors, *args, **kwargs)
 
     torch.autograd.backward = recording_backward
