@@ -580,3 +580,45 @@ def test_a_run_on_the_cpu_is_said_in_every_report_and_fits_the_schema(tmp_path):
     assert "ran on the CPU, not on the neuron device" in verification_md.render(result)
     assert "the migrated program computed on cpu" in page
     assert not list(_schema().iter_errors(json.loads(json.dumps(result.to_dict()))))
+
+
+def adam_record(bias_grad, bias_after, steps=2):
+    """Two tensors, a weight and a bias whose gradient is ``bias_grad``, and the bias after each step."""
+    record = training_record(steps)
+    for event in record.events:
+        if event["kind"] == "grads":
+            event["tensors"].append(tensor(bias_grad, values=(bias_grad / 2, -bias_grad / 3), shape=(4,), name="b"))
+        elif event["kind"] == "params" and event.get("when") == "after":
+            event["tensors"].append(tensor(abs(bias_after), values=(bias_after / 2, bias_after / 5), shape=(4,),
+                                           name="b"))
+        elif event["kind"] == "params":
+            event["tensors"].append(tensor(0.0, values=(0.0, 0.0), shape=(4,), name="b"))
+    return record
+
+
+def test_parameters_whose_gradient_is_rounding_residue_are_left_out_after_the_step():
+    # a bias before a batch norm: gradients of 1e-8 with another sign on each side, which Adam makes updates of
+    legacy, migrated = adam_record(1e-8, 1e-4), adam_record(-1.2e-8, -1e-4)
+
+    comparison = compare(legacy, migrated, 1e-5)
+
+    assert comparison.first is None and all(row.equal for row in comparison.rows)
+    assert comparison.residue == {"b"}
+
+
+def test_a_parameter_with_a_real_gradient_that_parts_is_still_found():
+    legacy, migrated = adam_record(1e-2, 1e-1), adam_record(1e-2, -1e-1)
+
+    comparison = compare(legacy, migrated, 1e-5)
+
+    assert comparison.first is not None and comparison.first.what == "parameter" and comparison.first.tensor == "b"
+    assert comparison.residue == set()
+
+
+def test_a_tiny_gradient_that_agrees_is_no_residue():
+    # small but the same on both sides: the update it makes is the same too, and is compared
+    legacy, migrated = adam_record(1e-8, 1e-4), adam_record(1e-8, -1e-4)
+
+    comparison = compare(legacy, migrated, 1e-5)
+
+    assert comparison.residue == set() and comparison.first is not None and comparison.first.tensor == "b"

@@ -185,6 +185,12 @@ def _compare_ranks(result: Verification, pairs, legacy: Path, migrated: Path, le
                 result.notes.append(
                     f"gradients differed (up to {comparison.gradient_noise:.1e} relative) while every parameter "
                     "after them agreed: backward passes that sum in another order differ at rounding level")
+            if comparison.residue:
+                names = ", ".join(sorted(comparison.residue)[:5]) + (", ..." if len(comparison.residue) > 5 else "")
+                result.notes.append(
+                    f"not compared after the steps: {names}, whose gradients were rounding residue on both sides "
+                    "(an adaptive optimizer such as Adam scales residue up to a tenth of the learning rate); the "
+                    "losses and outputs show whether they matter")
         if comparison.first is not None:
             firsts.append((comparison.first.step, rank, comparison.first, ours, theirs))
     if not firsts:
