@@ -137,8 +137,19 @@ def test_a_dtype_difference_names_both_precisions():
 
     d = explained(legacy, migrated)
 
-    assert "float32 on the legacy side and bfloat16 on the migrated side" in d.cause
+    assert d.cause.startswith("the migrated side computes in bfloat16, the legacy in float32: the output tensor 0")
     assert d.migrated == "norm 2.99 bfloat16"
+
+
+def test_a_cast_of_the_model_is_named_by_its_dtype_not_as_other_initial_weights():
+    legacy = training_record()
+    migrated = changed(legacy, "params", 0, set_norm(1.0039, dtype="bfloat16"), when="before")
+
+    d = explained(legacy, migrated)
+
+    assert d.what == "initial parameter"
+    assert d.cause.startswith("the migrated side computes in bfloat16, the legacy in float32: the initial parameter w")
+    assert "initialization" not in d.cause
 
 
 def test_xla_use_bf16_on_the_legacy_side_is_named_with_the_edit_that_removed_it():

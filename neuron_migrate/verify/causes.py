@@ -127,6 +127,9 @@ def _cause(first: Mismatch, legacy: Record, migrated: Record, legacy_env: dict[s
     if bf16:
         # the switch rounds everything on the device, the initial weights included: it explains any of them
         return _bf16_switch(bf16[0])
+    if first.dtypes[0] != first.dtypes[1] and all(first.dtypes):
+        # a cast makes every value differ, the initial weights included: the dtype says more than the values
+        return _precision(first)
     if what == "params-before":
         return INITIAL
     if what in ("output", "loss"):
@@ -147,10 +150,6 @@ def _forward(first: Mismatch, legacy: Record, migrated: Record, legacy_env: dict
                 "generator, the migrated program from torch's, so the masks differ")
         fix = "compare with --no-dropout (dropout off on both sides), or with the model in eval mode"
         return Cause(text, fix, ())
-    if first.dtypes[0] != first.dtypes[1] and all(first.dtypes):
-        text = (f"the {first.what} is {first.dtypes[0]} on the legacy side and {first.dtypes[1]} on the migrated "
-                "side: the programs compute in different precisions (an autocast or a cast one side has)")
-        return Cause(text, "use the same autocast and casts on both sides", ("numerics",))
     ours, theirs = _autocast(legacy, first.step), _autocast(migrated, first.step)
     if ours != theirs:
         on, off = ("legacy", "migrated") if ours else ("migrated", "legacy")
@@ -163,6 +162,15 @@ def _forward(first: Mismatch, legacy: Record, migrated: Record, legacy_env: dict
         fix = "compare with --rtol 5e-2, or without autocast to check the float32 program"
         return Cause(text, fix, ("numerics",))
     return FORWARD
+
+
+def _precision(first: Mismatch) -> Cause:
+    ours, theirs = first.dtypes
+    subject = f"{first.what} {first.tensor}".strip()
+    text = (f"the migrated side computes in {theirs}, the legacy in {ours}: the {subject} is {theirs} on the "
+            f"migrated side (a cast such as model.to(torch.{theirs}), or an autocast, that one side has)")
+    return Cause(text, "use the same dtype on both sides: the same casts of the model and its inputs, the same "
+                 "autocast", ("numerics",), mention=theirs)
 
 
 def _bf16_switch(name: str) -> Cause:
