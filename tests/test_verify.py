@@ -143,6 +143,25 @@ def test_a_migrated_program_whose_device_helper_fell_back_to_the_cpu_is_not_vouc
     assert result["migrated"]["device"] == "cpu, not neuron (emulated on CPU)"
 
 
+@pytest.mark.slow
+def test_a_step_compiled_with_torch_xla_compile_is_recorded_after_it_ran(tmp_path):
+    # the recorder reads nothing inside the traced step (full_graph forbids it): the step's loss, gradients and
+    # parameters are written once it has run, and the forward pass under torch_xla.step() is a model output
+    _rewritten(tmp_path, "compiled_step_loop.py")
+
+    same = _verify(tmp_path, "compiled_step_loop.py", "--steps", "4", "--format", "json", "--keep-records", "rec")
+    _edit(tmp_path / "migrated" / "compiled_step_loop.py", "lr=0.05", "lr=0.06")
+    changed = _verify(tmp_path, "compiled_step_loop.py", "--steps", "4", "--format", "json")
+
+    assert same.returncode == 0, same.stdout + same.stderr
+    result = json.loads(same.stdout)
+    assert result["compared"]["parameter"] == 4 and result["compared"]["gradient"] == 4
+    assert result["compared"]["output"] == 3, "the forward pass under torch_xla.step(), after each step but the last"
+    assert result["notes"] == []
+    assert changed.returncode == 1
+    assert json.loads(changed.stdout)["divergence"]["cause"].startswith("the learning rate differs: 0.05")
+
+
 def test_an_inference_script_compares_its_model_outputs(project):
     run = _verify(project, "inference.py")
 

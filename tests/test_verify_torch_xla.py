@@ -39,7 +39,7 @@ def project(tmp_path):
     legacy = tmp_path / "legacy"
     shutil.copytree(ROOT / "examples" / "xla-training", legacy)
     for name in ("sharded_loop.py", "inference.py", "causal_lm_loop.py", "generate_tokens.py", "trainer_loop.py",
-                 "conv_batchnorm_loop.py", "adam_mlp_loop.py", "device_helper_loop.py"):
+                 "conv_batchnorm_loop.py", "adam_mlp_loop.py", "device_helper_loop.py", "compiled_step_loop.py"):
         shutil.copy(PROGRAMS / name, legacy / name)
     shutil.copytree(legacy, tmp_path / "migrated")
     assert _cli("rewrite", "--quiet", tmp_path / "migrated", cwd=tmp_path).returncode == 1
@@ -173,3 +173,12 @@ def test_a_device_helper_that_fell_back_to_the_cpu_is_not_vouched_for(project):
     assert code == 1
     assert result["divergence"]["what"] == "device"
     assert result["divergence"]["cause"].endswith('the except handler that chose it: return torch.device("cpu")')
+
+
+def test_a_step_compiled_whole_with_torch_xla_compile_runs_and_agrees(project):
+    # full_graph=True forbids reading a value inside the step: the recorder writes its events after it ran
+    code, result = _verify(project, "compiled_step_loop.py")
+
+    assert code == 0, result
+    assert result["compared"]["gradient"] == 10 and result["compared"]["output"] == 9
+    assert not any("could not read" in note for note in result["notes"])
