@@ -314,9 +314,11 @@ def test_a_batch_the_recorder_cannot_read_leaves_the_program_running(tmp_path):
         "class Shapes(torch.utils.data.Dataset):  # meta tensors: shapes without values\n"
         "    def __len__(self):\n        return 4\n"
         "    def __getitem__(self, i):\n        return torch.empty(2, device='meta')\n\n"
-        "model = torch.nn.Linear(2, 1)\n"
+        "import importlib.util\n"
+        "device = 'neuron' if importlib.util.find_spec('torch_neuronx') else 'cpu'  # the emulator's on one side\n"
+        "model = torch.nn.Linear(2, 1).to(device)\n"
         "for batch in DataLoader(Shapes(), batch_size=2, collate_fn=lambda items: items[0]):\n"
-        "    print(model(torch.ones(batch.shape)).sum().item())\n", encoding="utf-8")
+        "    print(model(torch.ones(batch.shape, device=device)).sum().item())\n", encoding="utf-8")
 
     run = _cli("verify", script, script, cwd=tmp_path)
 

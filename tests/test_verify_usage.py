@@ -64,9 +64,9 @@ def test_a_relative_legacy_python_is_found_from_where_verify_was_typed(tmp_path)
     # the sides run in their scripts' folders: the interpreter must still be the one named from here
     (tmp_path / "legacy").mkdir()
     (tmp_path / "migrated").mkdir()
-    program = "import torch\ntorch.nn.Linear(2, 1)(torch.ones(2))\n"
-    for side in ("legacy", "migrated"):
-        (tmp_path / side / "infer.py").write_text(program, encoding="utf-8")
+    program = "import torch\ntorch.nn.Linear(2, 1).to({0!r})(torch.ones(2, device={0!r}))\n"
+    for side, device in (("legacy", "cpu"), ("migrated", "neuron")):
+        (tmp_path / side / "infer.py").write_text(program.format(device), encoding="utf-8")
     launcher = tmp_path / "env" / "bin" / "python"
     launcher.parent.mkdir(parents=True)
     launcher.write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n", encoding="utf-8")
