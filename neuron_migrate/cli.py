@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import sys
 from enum import Enum
@@ -622,17 +623,17 @@ def verify(
     script: Annotated[
         Optional[str], typer.Option("--script", help="The entry script inside both folders.")
     ] = None,
-    steps: Annotated[int, typer.Option("--steps", min=1, help="Optimizer steps to run and compare.")] = 10,
-    rtol: Annotated[float, typer.Option("--rtol", min=0.0, help="Largest relative difference called equal.")] = 1e-5,
-    nproc: Annotated[int, typer.Option("--nproc", min=1, help="Ranks per side, as torchrun --nproc_per_node.")] = 1,
+    steps: Annotated[int, typer.Option("--steps", help="Optimizer steps to run and compare (1 or more).")] = 10,
+    rtol: Annotated[float, typer.Option("--rtol", help="Largest relative difference called equal (0 or more).")] = 1e-5,
+    nproc: Annotated[int, typer.Option("--nproc", help="Ranks per side, as torchrun --nproc_per_node.")] = 1,
     legacy_nproc: Annotated[
-        Optional[int], typer.Option("--legacy-nproc", min=1, help="Ranks of the legacy side, when not --nproc.")
+        Optional[int], typer.Option("--legacy-nproc", help="Ranks of the legacy side, when not --nproc.")
     ] = None,
     legacy_args: Annotated[
         Optional[str], typer.Option("--legacy-args", help="More arguments for the legacy program (one string).")
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of torch, Python and NumPy on both sides.")] = 0,
-    timeout: Annotated[float, typer.Option("--timeout", min=1.0, help="Seconds each side may take.")] = 600.0,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds each side may take.")] = 600.0,
     legacy_env: Annotated[
         Optional[list[str]], typer.Option("--legacy-env", help="NAME=VALUE for the legacy side only (repeatable).")
     ] = None,
@@ -662,12 +663,19 @@ def verify(
     from neuron_migrate.verify import Options, VerifyError
     from neuron_migrate.verify import verify as run_verification
 
-    targets = [(path, _verify_format(path)) for path in report or []]
-    options = Options(steps=steps, rtol=rtol, nproc=nproc, legacy_nproc=legacy_nproc,
-                      legacy_args=shlex.split(legacy_args or ""), seed=seed, timeout=timeout,
-                      allow_network=allow_network, no_dropout=no_dropout,
+    problem = _verify_usage(steps=steps, rtol=rtol, nproc=nproc, legacy_nproc=legacy_nproc, timeout=timeout,
+                            report=report or [], keep_records=keep_records)
+    if problem:
+        raise _fail(problem)
+    try:
+        split_args = shlex.split(legacy_args or "")
+    except ValueError as exc:  # an unbalanced quote
+        raise _fail(f"--legacy-args {legacy_args!r}: {exc}") from None
+    options = Options(steps=steps, rtol=rtol, nproc=nproc, legacy_nproc=legacy_nproc, legacy_args=split_args,
+                      seed=seed, timeout=timeout, allow_network=allow_network, no_dropout=no_dropout,
                       legacy_env=_assignments(legacy_env, "--legacy-env"),
                       env=_assignments(env, "--env"))
+    targets = [(path, path.suffix.lstrip(".").lower()) for path in report or []]
     _require_torch("verify")
     if keep_records is not None:
         keep_records.mkdir(parents=True, exist_ok=True)
@@ -706,11 +714,26 @@ def _verification_page(path: Path, result) -> str:
     return verification_html.embed(existing, result) or verification_html.render(result)
 
 
-def _verify_format(path: Path) -> str:
-    kind = path.suffix.lstrip(".").lower()
-    if kind not in VERIFY_REPORTS:
-        raise typer.BadParameter(f"{path}: the report is .json, .md or .html", param_hint="--report")
-    return kind
+def _verify_usage(*, steps: int, rtol: float, nproc: int, legacy_nproc: int | None, timeout: float,
+                  report: list[Path], keep_records: Path | None) -> str:
+    """What is wrong with verify's options, in one line (empty when nothing is): found before either side
+    starts, since a run takes minutes and a report it cannot write would be lost at its end."""
+    checks = [
+        (steps >= 1, f"--steps {steps}: run at least 1 step"),
+        (math.isfinite(rtol) and rtol >= 0, f"--rtol {rtol:g}: a tolerance is a finite number, 0 or more"),
+        (nproc >= 1, f"--nproc {nproc}: run at least 1 rank"),
+        (legacy_nproc is None or legacy_nproc >= 1, f"--legacy-nproc {legacy_nproc}: run at least 1 rank"),
+        (math.isfinite(timeout) and timeout > 0, f"--timeout {timeout:g}: give a number of seconds above 0"),
+    ]
+    for path in report:
+        kind = path.suffix.lstrip(".").lower()
+        checks.append((kind in VERIFY_REPORTS, f"--report {path}: the report is .json, .md or .html"))
+        checks.append((not path.is_dir(), f"--report {path}: is a folder, name a file in it"))
+        checks.append((path.parent.is_dir(), f"--report {path}: no such folder: {path.parent}"))
+    if keep_records is not None:
+        checks.append((not keep_records.exists() or keep_records.is_dir(),
+                       f"--keep-records {keep_records}: is a file, name a folder"))
+    return next((message for fine, message in checks if not fine), "")
 
 
 def _assignments(values: list[str] | None, flag: str) -> dict[str, str]:
@@ -718,7 +741,7 @@ def _assignments(values: list[str] | None, flag: str) -> dict[str, str]:
     for value in values or []:
         name, equals, text = value.partition("=")
         if not equals or not name:
-            raise typer.BadParameter(f"{value!r}: expected NAME=VALUE", param_hint=flag)
+            raise _fail(f"{flag} {value!r}: expected NAME=VALUE")
         out[name] = text
     return out
 

@@ -120,6 +120,48 @@ def test_gradients_no_longer_averaged_over_two_ranks_are_found_with_the_edit_tha
     assert f"migrated/sharded_loop.py:{marker}: NM113 gradients averaged by hand" in run.stdout
 
 
+def test_a_migrated_program_whose_device_helper_fell_back_to_the_cpu_is_not_vouched_for(tmp_path):
+    _rewritten(tmp_path, "device_helper_loop.py")
+    migrated = tmp_path / "migrated" / "device_helper_loop.py"
+    honest = _verify(tmp_path, "device_helper_loop.py", "--steps", "3", "--format", "json")
+    # the emulator provides the neuron device; this program cannot import torch_neuronx, as where it is missing
+    _edit(migrated, '"""A legacy', 'import sys\nsys.modules["torch_neuronx"] = None\n"""A legacy')
+    fallback = _line_of(migrated, 'return torch.device("cpu")')
+
+    on_cpu = _verify(tmp_path, "device_helper_loop.py", "--steps", "3", "--format", "json")
+
+    assert honest.returncode == 0, honest.stdout + honest.stderr
+    assert json.loads(honest.stdout)["migrated"]["device"] == "neuron (emulated on CPU)"
+    assert on_cpu.returncode == 1, on_cpu.stdout + on_cpu.stderr
+    result = json.loads(on_cpu.stdout)
+    assert all(row["equal"] for row in result["rows"]), "every value agrees: the CPU computes what the legacy did"
+    divergence = result["divergence"]
+    assert (divergence["what"], divergence["migrated"]) == ("device", "cpu")
+    assert divergence["cause"].startswith("the migrated program ran on the CPU: none of its ")
+    assert divergence["cause"].endswith('the except handler that chose it: return torch.device("cpu")')
+    assert divergence["at"] == f"{migrated}:{fallback}"
+    assert result["migrated"]["device"] == "cpu, not neuron (emulated on CPU)"
+
+
+@pytest.mark.slow
+def test_a_step_compiled_with_torch_xla_compile_is_recorded_after_it_ran(tmp_path):
+    # the recorder reads nothing inside the traced step (full_graph forbids it): the step's loss, gradients and
+    # parameters are written once it has run, and the forward pass under torch_xla.step() is a model output
+    _rewritten(tmp_path, "compiled_step_loop.py")
+
+    same = _verify(tmp_path, "compiled_step_loop.py", "--steps", "4", "--format", "json", "--keep-records", "rec")
+    _edit(tmp_path / "migrated" / "compiled_step_loop.py", "lr=0.05", "lr=0.06")
+    changed = _verify(tmp_path, "compiled_step_loop.py", "--steps", "4", "--format", "json")
+
+    assert same.returncode == 0, same.stdout + same.stderr
+    result = json.loads(same.stdout)
+    assert result["compared"]["parameter"] == 4 and result["compared"]["gradient"] == 4
+    assert result["compared"]["output"] == 3, "the forward pass under torch_xla.step(), after each step but the last"
+    assert result["notes"] == []
+    assert changed.returncode == 1
+    assert json.loads(changed.stdout)["divergence"]["cause"].startswith("the learning rate differs: 0.05")
+
+
 def test_an_inference_script_compares_its_model_outputs(project):
     run = _verify(project, "inference.py")
 
@@ -272,9 +314,11 @@ def test_a_batch_the_recorder_cannot_read_leaves_the_program_running(tmp_path):
         "class Shapes(torch.utils.data.Dataset):  # meta tensors: shapes without values\n"
         "    def __len__(self):\n        return 4\n"
         "    def __getitem__(self, i):\n        return torch.empty(2, device='meta')\n\n"
-        "model = torch.nn.Linear(2, 1)\n"
+        "import importlib.util\n"
+        "device = 'neuron' if importlib.util.find_spec('torch_neuronx') else 'cpu'  # the emulator's on one side\n"
+        "model = torch.nn.Linear(2, 1).to(device)\n"
         "for batch in DataLoader(Shapes(), batch_size=2, collate_fn=lambda items: items[0]):\n"
-        "    print(model(torch.ones(batch.shape)).sum().item())\n", encoding="utf-8")
+        "    print(model(torch.ones(batch.shape, device=device)).sum().item())\n", encoding="utf-8")
 
     run = _cli("verify", script, script, cwd=tmp_path)
 

@@ -137,8 +137,19 @@ def test_a_dtype_difference_names_both_precisions():
 
     d = explained(legacy, migrated)
 
-    assert "float32 on the legacy side and bfloat16 on the migrated side" in d.cause
+    assert d.cause.startswith("the migrated side computes in bfloat16, the legacy in float32: the output tensor 0")
     assert d.migrated == "norm 2.99 bfloat16"
+
+
+def test_a_cast_of_the_model_is_named_by_its_dtype_not_as_other_initial_weights():
+    legacy = training_record()
+    migrated = changed(legacy, "params", 0, set_norm(1.0039, dtype="bfloat16"), when="before")
+
+    d = explained(legacy, migrated)
+
+    assert d.what == "initial parameter"
+    assert d.cause.startswith("the migrated side computes in bfloat16, the legacy in float32: the initial parameter w")
+    assert "initialization" not in d.cause
 
 
 def test_xla_use_bf16_on_the_legacy_side_is_named_with_the_edit_that_removed_it():
@@ -491,3 +502,134 @@ def test_a_rewrite_report_gets_the_verification_as_its_last_section_once():
     assert once.index("<p>findings</p>") < once.index('<section id="verification">') < once.index("</main>")
     assert twice.count('<section id="verification">') == 1 and twice == once
     assert verification_html.embed("<html><main></main></html>", _result()) is None, "not a rewrite report"
+
+
+def on_device(record, device):
+    """``record`` as if every tensor it holds had been computed on ``device``."""
+    record = copy.deepcopy(record)
+    for event in record.events:
+        if event["kind"] == "loss":
+            event["device"] = device
+        for entry in event.get("tensors", ()):
+            entry["device"] = device
+    return record
+
+
+def test_a_migrated_side_with_no_tensor_on_neuron_ran_on_the_cpu(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("import torch\n\ndevice = torch.device('neuron')\n", encoding="utf-8")
+    record = training_record()
+
+    on_cpu = causes.on_cpu([on_device(record, "cpu")], tmp_path, script)
+    one_on_neuron = changed(on_device(record, "cpu"), "output", 1, lambda e: e["tensors"][0].update(device="neuron"))
+
+    assert on_cpu is not None and on_cpu.what == "device" and on_cpu.migrated == "cpu"
+    assert on_cpu.cause.startswith("the migrated program ran on the CPU: none of its 13 recorded tensors was on neuron")
+    assert on_cpu.at == "", "the source chose no CPU device"
+    assert causes.on_cpu([on_device(record, "neuron")], tmp_path, script) is None
+    assert causes.on_cpu([one_on_neuron], tmp_path, script) is None, "one tensor on the device is a device run"
+    assert causes.on_cpu([Record(0, [{"kind": "start", "step": 0}])], tmp_path, script) is None, "nothing recorded"
+
+
+def test_batches_on_the_host_do_not_count_as_a_cpu_run(tmp_path):
+    record = on_device(training_record(), "neuron")
+    for event in record.of("batch"):
+        event["tensors"][0]["device"] = "cpu"  # a DataLoader's batch before it is moved
+
+    assert causes.on_cpu([record], tmp_path, tmp_path / "train.py") is None
+
+
+@pytest.mark.parametrize("source, line, handled", [
+    # the fallback of a guarded import, in a helper
+    ("import torch\n\ndef pick():\n    try:\n        import torch_neuronx  # noqa\n    except ImportError:\n"
+     "        return torch.device('cpu')\n    return torch.device('neuron')\n", 7, True),
+    # a module-level guard assigning a string, with an unrelated .to('cpu') above it
+    ("import torch\nx = torch.ones(1).to('cpu')\ntry:\n    import torch_neuronx\n    DEVICE = 'neuron'\n"
+     "except (ImportError, RuntimeError):\n    DEVICE = 'cpu'\n", 7, True),
+    # a conditional expression: the CPU is its else
+    ("import torch, os\ndevice = torch.device('neuron' if os.environ.get('USE_NEURON') else 'cpu')\n", 2, False),
+    # an if/else choice
+    ("import torch\nif torch.neuron.is_available():\n    dev = 'neuron'\nelse:\n    dev = 'cpu'\n", 5, False),
+])
+def test_the_line_that_chose_the_cpu_is_found(tmp_path, source, line, handled):
+    script = tmp_path / "train.py"
+    script.write_text(source, encoding="utf-8")
+
+    path, found, code, in_handler = causes.cpu_fallback(tmp_path, script)
+
+    assert (path, found, in_handler) == (str(script), line, handled), code
+
+
+def test_a_cpu_fallback_in_a_module_of_the_project_is_found(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("from utils import pick\nimport torch\ncheckpoint = torch.load('x', map_location='cpu')\n",
+                      encoding="utf-8")
+    (tmp_path / "utils.py").write_text(
+        "import torch\n\ndef pick():\n    try:\n        import torch_neuronx\n        return torch.device('neuron')\n"
+        "    except ImportError:\n        return torch.device('cpu')\n", encoding="utf-8")
+
+    path, line, code, handled = causes.cpu_fallback(tmp_path, script)
+
+    assert (path, line, handled) == (str(tmp_path / "utils.py"), 8, True)
+    assert code == "return torch.device('cpu')"
+
+
+def test_a_run_on_the_cpu_is_said_in_every_report_and_fits_the_schema(tmp_path):
+    from neuron_migrate.report import verification_md
+
+    script = tmp_path / "train.py"
+    script.write_text("import torch\ntry:\n    import torch_neuronx\nexcept ImportError:\n    d = 'cpu'\n",
+                      encoding="utf-8")
+    result = _result(DIFFERENT, causes.on_cpu([on_device(training_record(), "cpu")], tmp_path, script))
+
+    text, page = verification_text.render(result), verification_html.render(result)
+
+    verdict = "verify: different: the migrated program ran on the CPU, not on the neuron device"
+    assert text.endswith(verdict + "\n")
+    assert "first divergence: the migrated program computed on cpu, not on the neuron device" in text
+    assert f"  at: {script}:5" in text and "the except handler that chose it: d = 'cpu'" in text
+    assert "ran on the CPU, not on the neuron device" in verification_md.render(result)
+    assert "the migrated program computed on cpu" in page
+    assert not list(_schema().iter_errors(json.loads(json.dumps(result.to_dict()))))
+
+
+def adam_record(bias_grad, bias_after, steps=2):
+    """Two tensors, a weight and a bias whose gradient is ``bias_grad``, and the bias after each step."""
+    record = training_record(steps)
+    for event in record.events:
+        if event["kind"] == "grads":
+            event["tensors"].append(tensor(bias_grad, values=(bias_grad / 2, -bias_grad / 3), shape=(4,), name="b"))
+        elif event["kind"] == "params" and event.get("when") == "after":
+            event["tensors"].append(tensor(abs(bias_after), values=(bias_after / 2, bias_after / 5), shape=(4,),
+                                           name="b"))
+        elif event["kind"] == "params":
+            event["tensors"].append(tensor(0.0, values=(0.0, 0.0), shape=(4,), name="b"))
+    return record
+
+
+def test_parameters_whose_gradient_is_rounding_residue_are_left_out_after_the_step():
+    # a bias before a batch norm: gradients of 1e-8 with another sign on each side, which Adam makes updates of
+    legacy, migrated = adam_record(1e-8, 1e-4), adam_record(-1.2e-8, -1e-4)
+
+    comparison = compare(legacy, migrated, 1e-5)
+
+    assert comparison.first is None and all(row.equal for row in comparison.rows)
+    assert comparison.residue == {"b"}
+
+
+def test_a_parameter_with_a_real_gradient_that_parts_is_still_found():
+    legacy, migrated = adam_record(1e-2, 1e-1), adam_record(1e-2, -1e-1)
+
+    comparison = compare(legacy, migrated, 1e-5)
+
+    assert comparison.first is not None and comparison.first.what == "parameter" and comparison.first.tensor == "b"
+    assert comparison.residue == set()
+
+
+def test_a_tiny_gradient_that_agrees_is_no_residue():
+    # small but the same on both sides: the update it makes is the same too, and is compared
+    legacy, migrated = adam_record(1e-8, 1e-4), adam_record(1e-8, -1e-4)
+
+    comparison = compare(legacy, migrated, 1e-5)
+
+    assert comparison.residue == set() and comparison.first is not None and comparison.first.tensor == "b"

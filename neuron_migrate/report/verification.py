@@ -71,7 +71,7 @@ class Edit:
 @dataclass
 class Divergence:
     step: int
-    what: str  # "batch", "output", "loss", "gradient", "parameter", "initial parameter", "count"
+    what: str  # "batch", "output", "loss", "gradient", "parameter", "initial parameter", "count", "device"
     tensor: str  # the tensor's name, or what was compared
     legacy: str
     migrated: str

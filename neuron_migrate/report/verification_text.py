@@ -36,6 +36,8 @@ def verdict(result: Verification) -> str:
     if result.outcome == EQUAL:
         return (f"verify: equal: {len(result.rows)} {_plural(len(result.rows), 'step')}, {counted} values compared "
                 f"within rtol {result.rtol:g}")
+    if result.outcome == DIFFERENT and result.divergence and result.divergence.what == "device":
+        return "verify: different: the migrated program ran on the CPU, not on the neuron device"
     if result.outcome == DIFFERENT:
         d = result.divergence
         where = f"step {d.step}, {_subject(d)}" if d else "see above"
@@ -127,6 +129,8 @@ MODEL_WIDE = ("parameter", "gradient", "initial parameter")  # compared over the
 
 
 def headline(d: Divergence) -> str:
+    if d.what == "device":
+        return f"the migrated program computed on {d.migrated}, not on the neuron device"
     size = f", relative difference {d.difference:.2e}" if d.difference is not None else ""
     if d.difference is not None and d.what in MODEL_WIDE:
         size += f" over all {d.what}s (this one differs most)"

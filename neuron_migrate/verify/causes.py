@@ -7,14 +7,18 @@ risk tags (numerics, collectives, rng, ...); those whose tag fits the divergence
 
 from __future__ import annotations
 
+import ast
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from neuron_migrate.report.verification import Divergence, Edit
 from neuron_migrate.verify.compare import Mismatch
 from neuron_migrate.verify.records import Record
+
+DEVICE = "neuron"
 
 BF16_VARS = ("XLA_USE_BF16", "XLA_DOWNCAST_BF16")
 MARKER = re.compile(r"(?:TODO\(neuron-migrate (NM\d+)\)|neuron-migrate\((NM\d+)\)):\s*(.*)")
@@ -123,6 +127,9 @@ def _cause(first: Mismatch, legacy: Record, migrated: Record, legacy_env: dict[s
     if bf16:
         # the switch rounds everything on the device, the initial weights included: it explains any of them
         return _bf16_switch(bf16[0])
+    if first.dtypes[0] != first.dtypes[1] and all(first.dtypes):
+        # a cast makes every value differ, the initial weights included: the dtype says more than the values
+        return _precision(first)
     if what == "params-before":
         return INITIAL
     if what in ("output", "loss"):
@@ -143,10 +150,6 @@ def _forward(first: Mismatch, legacy: Record, migrated: Record, legacy_env: dict
                 "generator, the migrated program from torch's, so the masks differ")
         fix = "compare with --no-dropout (dropout off on both sides), or with the model in eval mode"
         return Cause(text, fix, ())
-    if first.dtypes[0] != first.dtypes[1] and all(first.dtypes):
-        text = (f"the {first.what} is {first.dtypes[0]} on the legacy side and {first.dtypes[1]} on the migrated "
-                "side: the programs compute in different precisions (an autocast or a cast one side has)")
-        return Cause(text, "use the same autocast and casts on both sides", ("numerics",))
     ours, theirs = _autocast(legacy, first.step), _autocast(migrated, first.step)
     if ours != theirs:
         on, off = ("legacy", "migrated") if ours else ("migrated", "legacy")
@@ -159,6 +162,15 @@ def _forward(first: Mismatch, legacy: Record, migrated: Record, legacy_env: dict
         fix = "compare with --rtol 5e-2, or without autocast to check the float32 program"
         return Cause(text, fix, ("numerics",))
     return FORWARD
+
+
+def _precision(first: Mismatch) -> Cause:
+    ours, theirs = first.dtypes
+    subject = f"{first.what} {first.tensor}".strip()
+    text = (f"the migrated side computes in {theirs}, the legacy in {ours}: the {subject} is {theirs} on the "
+            f"migrated side (a cast such as model.to(torch.{theirs}), or an autocast, that one side has)")
+    return Cause(text, "use the same dtype on both sides: the same casts of the model and its inputs, the same "
+                 "autocast", ("numerics",), mention=theirs)
 
 
 def _bf16_switch(name: str) -> Cause:
@@ -229,3 +241,102 @@ def markers(root: Path, risks_of: dict[str, list[str]]) -> list[Edit]:
                 rule = match.group(1) or match.group(2)
                 found.append(Edit(rule, str(path), number, match.group(3).strip(), risks_of.get(rule, [])))
     return found
+
+
+ON_CPU = Cause(
+    "the migrated program ran on the CPU: none of its {count} recorded tensors was on {device}",
+    "make the program pick torch.device(\"neuron\"): a helper that falls back to the CPU when an import fails "
+    "(try: import torch_neuronx / except ImportError) needs that import to work where it runs, and a --device "
+    "flag or an environment variable must name neuron",
+    (),
+)
+
+
+def on_cpu(migrated: list[Record], root: Path, script: Path) -> Divergence | None:
+    """A divergence when the migrated ranks computed every recorded tensor off the device, and where the
+    program chose the CPU when its source says so. Agreeing with the legacy program on the CPU proves nothing
+    about the device."""
+    devices = sum((record.devices() for record in migrated), start=Counter())
+    if not devices or devices[DEVICE]:
+        return None
+    count = sum(devices.values())
+    shown = ", ".join(f"{kind}" for kind in sorted(devices))
+    text = ON_CPU.text.format(count=count, device=DEVICE)
+    at = ""
+    fallback = cpu_fallback(root, script)
+    if fallback is not None:
+        path, line, code, handled = fallback
+        at = f"{path}:{line}"
+        text += f"; {'the except handler that ' if handled else 'the line that '}chose it: {code}"
+    return Divergence(0, "device", "", "", shown, None, cause=text, fix=ON_CPU.fix, at=at)
+
+
+def cpu_fallback(root: Path, script: Path) -> tuple[str, int, str, bool] | None:
+    """The line of the migrated program that most likely picked the CPU: a "cpu" device in an except handler
+    first (the fallback of a guarded import), then in the else of a branch, then anywhere; the entry script's
+    lines before its modules'."""
+    files = [script, *(p for p in sorted(root.rglob("*.py")) if p != script)] if root.is_dir() else [script]
+    found = []
+    for order, path in enumerate(files):
+        try:
+            source = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if "cpu" not in source.lower():
+            continue
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        lines = source.splitlines()
+        for rank, node in _cpu_choices(tree):
+            found.append((rank, order, node.lineno, str(path), lines[node.lineno - 1].strip()))
+    if not found:
+        return None
+    rank, _, line, path, code = min(found)
+    return path, line, code, rank == 0
+
+
+def _cpu_choices(tree: ast.AST):
+    """(rank, node) of each statement that chooses the CPU as a device: 0 in an except handler, 1 in the else
+    of a branch, 2 elsewhere."""
+    def visit(node: ast.AST, rank: int):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.Return)) and node.value is not None:
+            if _chooses_cpu(node.value):
+                yield rank, node
+        elif isinstance(node, ast.Call) and _device_call(node) and _chooses_cpu(node):
+            yield rank, node  # torch.device("cpu") passed on directly (.to(torch.device("cpu")) aside)
+        for field, value in ast.iter_fields(node):
+            children = value if isinstance(value, list) else [value]
+            inner = rank
+            if isinstance(node, ast.ExceptHandler):
+                inner = 0
+            elif isinstance(node, ast.If) and field == "orelse":
+                inner = min(rank, 1)
+            for child in children:
+                if isinstance(child, ast.AST):
+                    yield from visit(child, inner)
+
+    seen = set()
+    for rank, node in sorted(visit(tree, 2), key=lambda item: item[0]):
+        if node.lineno not in seen:
+            seen.add(node.lineno)
+            yield rank, node
+
+
+def _chooses_cpu(value: ast.AST) -> bool:
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, str) and value.value.lower() == "cpu"
+    if isinstance(value, ast.Call) and _device_call(value):
+        return bool(value.args) and _chooses_cpu(value.args[0])
+    if isinstance(value, ast.IfExp):
+        return _chooses_cpu(value.orelse)
+    if isinstance(value, ast.BoolOp):
+        return any(_chooses_cpu(item) for item in value.values)
+    return False
+
+
+def _device_call(call: ast.Call) -> bool:
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name == "device"

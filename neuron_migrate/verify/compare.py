@@ -25,6 +25,7 @@ WHAT = {
 
 
 MODEL_WIDE = ("params-before", "grads", "params-after")  # events that hold every tensor of the model
+NOISE_SHARE = 0.1  # a gradient that moved by this share of its own norm between the sides is mostly residue
 PLURAL = {"loss": "losses", "params-before": "initial parameter sets", "params-after": "optimizer steps",
           "grads": "gradient sets"}
 
@@ -59,7 +60,7 @@ def relative(a: float, b: float, scale: float = 0.0) -> float:
 
 
 def compare_tensors(legacy: list[dict[str, Any]], migrated: list[dict[str, Any]], rtol: float,
-                    key: tuple[str, int, int]) -> tuple[float, Mismatch | None]:
+                    key: tuple[str, int, int], noise: frozenset[str] = frozenset()) -> tuple[float, Mismatch | None]:
     """The largest relative difference over the tensors, and the first tensor that differs."""
     if len(legacy) != len(migrated):
         return math.inf, Mismatch(key, "tensors", f"{len(legacy)} tensors", f"{len(migrated)} tensors", None)
@@ -68,7 +69,7 @@ def compare_tensors(legacy: list[dict[str, Any]], migrated: list[dict[str, Any]]
         index, a, b = reshaped
         return math.inf, Mismatch(key, a.get("name") or f"tensor {index}", _shape(a), _shape(b), None, reshaped=True)
     if key[0] in MODEL_WIDE:
-        return _compare_model(legacy, migrated, rtol, key)
+        return _compare_model(legacy, migrated, rtol, key, noise)
     worst, first = 0.0, None
     for index, (a, b) in enumerate(zip(legacy, migrated)):
         name = a.get("name") or f"tensor {index}"
@@ -89,12 +90,13 @@ def _tensor_difference(a: dict[str, Any], b: dict[str, Any]) -> float:
 
 
 def _compare_model(legacy: list[dict[str, Any]], migrated: list[dict[str, Any]], rtol: float,
-                   key: tuple[str, int, int]) -> tuple[float, Mismatch | None]:
+                   key: tuple[str, int, int], noise: frozenset[str] = frozenset()) -> tuple[float, Mismatch | None]:
     """All of a model's parameters (or gradients) as one vector: the norm of their difference over the larger
     of their norms. A tensor that is zero up to rounding (the bias of a layer a batch norm follows) then does not
     part the programs by its rounding residue, while an update that differs anywhere still does: updates are
-    about 1e-3 of the weights, a hundred times the default rtol. The tensor that differs most is named."""
-    moved = [_moved(a, b) for a, b in zip(legacy, migrated)]
+    about 1e-3 of the weights, a hundred times the default rtol. The tensor that differs most is named. The
+    tensors named in ``noise`` are left out (their gradients were rounding residue: see ``noise_tensors``)."""
+    moved = [0.0 if a.get("name") in noise else _moved(a, b) for a, b in zip(legacy, migrated)]
     size = max(math.sqrt(sum(t["norm"] ** 2 for t in side)) for side in (legacy, migrated))
     total = math.sqrt(sum(m ** 2 for m in moved))
     if any(math.isnan(m) for m in moved):
@@ -150,13 +152,34 @@ def _summary(tensor: dict[str, Any], typed: bool) -> str:
     return f"norm {tensor['norm']:.8g}" + (f" {tensor['dtype']}" if typed else "")
 
 
-def compare_events(key, legacy: dict[str, Any], migrated: dict[str, Any], rtol: float) -> tuple[float, Mismatch | None]:
+def noise_tensors(legacy: dict[str, Any] | None, migrated: dict[str, Any] | None, rtol: float) -> frozenset[str]:
+    """The parameters whose gradient, in these two ``grads`` events, is rounding residue: it differs on its own
+    scale while it is below ``rtol`` of the model's gradient (the bias of a layer that a batch norm follows,
+    whose exact gradient is zero). An adaptive optimizer divides each gradient by its own running size, so
+    Adam turns such residue into an update of up to a tenth of the learning rate, in a direction the residue's
+    sign picks: those parameters part by construction, not by the migration. The loss and the outputs still
+    show whether they matter."""
+    if legacy is None or migrated is None:
+        return frozenset()
+    theirs = {t.get("name"): t for t in migrated["tensors"]}
+    pairs = [(a, theirs[a.get("name")]) for a in legacy["tensors"] if a.get("name") in theirs]
+    size = max(math.sqrt(sum(t["norm"] ** 2 for t in side)) for side in (legacy["tensors"], migrated["tensors"]))
+    noise = set()
+    for a, b in pairs:
+        own = max(a["norm"], b["norm"])
+        if 0 < own <= rtol * size and _moved(a, b) > NOISE_SHARE * own:
+            noise.add(a["name"])
+    return frozenset(noise)
+
+
+def compare_events(key, legacy: dict[str, Any], migrated: dict[str, Any], rtol: float,
+                   noise: frozenset[str] = frozenset()) -> tuple[float, Mismatch | None]:
     if key[0] == "loss":
         difference = relative(legacy["value"], migrated["value"])
         if difference > rtol:
             return difference, Mismatch(key, "", f"{legacy['value']:.8g}", f"{migrated['value']:.8g}", difference)
         return difference, None
-    return compare_tensors(legacy["tensors"], migrated["tensors"], rtol, key)
+    return compare_tensors(legacy["tensors"], migrated["tensors"], rtol, key, noise)
 
 
 @dataclass
@@ -167,6 +190,8 @@ class Comparison:
     outputs: list[OutputRow]
     # the largest gradient difference when gradients alone differed and every parameter after them agreed
     gradient_noise: float | None = None
+    # parameters left out of the comparison after a step because their gradient was rounding residue
+    residue: frozenset[str] = frozenset()
 
 
 def compare(legacy: Record, migrated: Record, rtol: float, complete_only: bool = False) -> Comparison:
@@ -180,22 +205,28 @@ def compare(legacy: Record, migrated: Record, rtol: float, complete_only: bool =
     worst: dict[tuple[str, int], float] = {}
     compared: dict[str, int] = {}
     mismatches: list[Mismatch] = []
+    residue: set[str] = set()
     for key in _program_order(ours, theirs):
         if key[1] > last:
             continue
-        mismatch, difference = _compare_key(key, ours, theirs, rtol)
+        noise = frozenset()
+        if key[0] == "params-after":
+            grads = ("grads", key[1], 0)
+            noise = noise_tensors(ours.get(grads), theirs.get(grads), rtol)
+            residue |= noise
+        mismatch, difference = _compare_key(key, ours, theirs, rtol, noise)
         if difference is not None:
             compared[WHAT[key[0]]] = compared.get(WHAT[key[0]], 0) + 1
             worst[(key[0], key[1])] = max(worst.get((key[0], key[1]), 0.0), difference)
         if mismatch is not None:
             mismatches.append(mismatch)
     first, parted = _first_divergence(mismatches)
-    noise = None
+    gradient_noise = None
     if first is None and mismatches:
-        noise = max(m.difference or 0.0 for m in mismatches)
+        gradient_noise = max(m.difference or 0.0 for m in mismatches)
     rows = [_row(step, legacy, migrated, worst, step not in parted) for step in range(steps)]
     outputs = _output_rows(ours, theirs, rtol) if not max(legacy.steps, migrated.steps) else []
-    return Comparison(rows, first, compared, outputs, noise)
+    return Comparison(rows, first, compared, outputs, gradient_noise, frozenset(residue))
 
 
 def _first_divergence(mismatches: list[Mismatch]) -> tuple[Mismatch | None, set[int]]:
@@ -229,14 +260,14 @@ def _first_norm(event: dict[str, Any] | None) -> float | None:
     return tensors[0]["norm"] if tensors else None
 
 
-def _compare_key(key, ours, theirs, rtol) -> tuple[Mismatch | None, float | None]:
+def _compare_key(key, ours, theirs, rtol, noise=frozenset()) -> tuple[Mismatch | None, float | None]:
     kind, step, ordinal = key
     have = (_count(ours, kind, step), _count(theirs, kind, step))
     if have[0] != have[1]:
         # an extra call shifts every later one: the count is what parted, not the values it misaligns
         noun = PLURAL.get(kind, WHAT[kind] + "s")
         return Mismatch(("count", step, ordinal), f"{noun} in step {step}", str(have[0]), str(have[1]), None), None
-    difference, mismatch = compare_events(key, ours[key], theirs[key], rtol)
+    difference, mismatch = compare_events(key, ours[key], theirs[key], rtol, noise)
     if mismatch is not None:
         mismatch.at = theirs[key].get("at", "")
     return mismatch, difference

@@ -55,6 +55,17 @@ class Record:
             out[(kind, event["step"], ordinal)] = event
         return out
 
+    def devices(self) -> Counter[str]:
+        """How many tensors the program computed on each device type: its losses, outputs, gradients and
+        parameters. Batches are left out: a data loader hands them out on the host before they are moved."""
+        found: Counter[str] = Counter()
+        for event in self.events:
+            if event["kind"] == "loss" and "device" in event:
+                found[event["device"]] += 1
+            elif event["kind"] in ("output", "grads", "params"):
+                found.update(tensor["device"] for tensor in event.get("tensors", ()) if "device" in tensor)
+        return found
+
     def first_loss(self, step: int) -> float | None:
         return next((event["value"] for event in self.of("loss") if event["step"] == step), None)
 

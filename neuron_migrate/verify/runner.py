@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
 import re
 import shutil
 import sys
@@ -110,12 +111,16 @@ def entry(target: Path, script: str | None) -> Path:
 
 
 def _interpreter(python: str | None) -> str:
+    """The legacy interpreter as an absolute path: the side runs in its script's folder, where a path relative to
+    here names nothing. Not resolved: a venv's ``bin/python`` is a link whose target would lose the venv."""
     if python is None:
         return sys.executable
-    found = shutil.which(python) or (python if Path(python).is_file() else None)
-    if found is None:
+    found = shutil.which(python) if os.sep not in python else python
+    if found is None or not Path(found).is_file():
         raise VerifyError(f"--legacy-python {python}: no such interpreter")
-    return found
+    if not os.access(found, os.X_OK):
+        raise VerifyError(f"--legacy-python {python}: not executable")
+    return os.path.abspath(found)
 
 
 def _result(finished: list[Finished], legacy: Path, migrated: Path, options: Options) -> Verification:
@@ -138,7 +143,21 @@ def _result(finished: list[Finished], legacy: Path, migrated: Path, options: Opt
                                "no batch")
         return result
     _add_notes(result, records)
+    _check_device(result, records[1], finished[1].side, migrated)
     return result
+
+
+def _check_device(result: Verification, migrated: dict[int, Record], side: Side, target: Path) -> None:
+    """A migrated program that computed nothing on the device is not vouched for, whatever its values."""
+    divergence = causes.on_cpu(list(migrated.values()), target if target.is_dir() else side.script.parent,
+                               side.script)
+    if divergence is None:
+        return
+    if result.divergence is not None:
+        earlier = result.divergence
+        result.notes.append(f"the values parted too, first at step {earlier.step} ({earlier.what})")
+    result.outcome, result.divergence = DIFFERENT, divergence
+    result.migrated.device = f"{divergence.migrated}, not {side.device}"
 
 
 def _pairs(records: list[dict[int, Record]], result: Verification) -> list[tuple[int, Record, Record]]:
@@ -166,6 +185,12 @@ def _compare_ranks(result: Verification, pairs, legacy: Path, migrated: Path, le
                 result.notes.append(
                     f"gradients differed (up to {comparison.gradient_noise:.1e} relative) while every parameter "
                     "after them agreed: backward passes that sum in another order differ at rounding level")
+            if comparison.residue:
+                names = ", ".join(sorted(comparison.residue)[:5]) + (", ..." if len(comparison.residue) > 5 else "")
+                result.notes.append(
+                    f"not compared after the steps: {names}, whose gradients were rounding residue on both sides "
+                    "(an adaptive optimizer such as Adam scales residue up to a tenth of the learning rate); the "
+                    "losses and outputs show whether they matter")
         if comparison.first is not None:
             firsts.append((comparison.first.step, rank, comparison.first, ours, theirs))
     if not firsts:

@@ -10,6 +10,7 @@ it imports nothing but the standard library and torch. It does nothing unless
 ``NEURON_MIGRATE_VERIFY_RECORD`` names the folder to write ``rank<N>-<pid>.jsonl`` into.
 """
 
+import contextlib
 import importlib.abc
 import importlib.util
 import json
@@ -53,10 +54,16 @@ class _State:
         self.names = {}
         self.lock = threading.Lock()
         self.failures = set()  # kinds of record that failed once
+        # inside a traced XLA step (torch_xla.compile, torch_xla.step) values cannot be read without cutting the
+        # graph, and not at all with full_graph: events wait here, with snapshots of their tensors, for its end
+        self.regions = 0
+        self.compiled = 0  # of those, the ones torch_xla.compile opened (torch.compile on the migrated side)
+        self.pending = []
+        self.stopping = False
 
-    def write(self, kind, **fields):
+    def write(self, kind, step=None, **fields):
         fields["kind"] = kind
-        fields["step"] = self.done
+        fields["step"] = self.done if step is None else step
         line = json.dumps(fields, allow_nan=True) + "\n"
         # torch_xla's device loader reads batches from a thread of its own, which may still run at the end
         with self.lock:
@@ -100,6 +107,40 @@ def _caller():
 def _library(filename):
     return (filename.startswith("<") or "site-packages" in filename or "dist-packages" in filename
             or filename == __file__ or os.sep + "neuron_migrate" + os.sep in filename)
+
+
+def _record(torch, state, kind, tensors, names=None, **fields):
+    """Write an event with a summary of ``tensors``; inside a traced XLA step, snapshot them (the snapshots are
+    computed with the step's graph) and write the event once the step has run."""
+    if state.regions:
+        state.pending.append((state.done, kind, [t.detach().clone() for t in tensors], names, fields))
+        return
+    _emit(torch, state, state.done, kind, tensors, names, fields)
+
+
+def _emit(torch, state, step, kind, tensors, names, fields):
+    if kind == "loss":
+        fields["value"] = float(tensors[0].detach().float().cpu().reshape(()))
+        state.write(kind, step=step, **fields)
+        return
+    sums = _tensor_sums(torch, tensors)
+    for index, entry in enumerate(sums):
+        if names is not None:
+            entry["name"] = names[index]
+    state.write(kind, step=step, tensors=sums, **fields)
+
+
+def _flush(torch, state):
+    """The events of a traced step that has run, in the order it made them; then the stop it asked for."""
+    pending, state.pending = state.pending, []
+    for step, kind, tensors, names, fields in pending:
+        with _Safely(state, _KINDS.get(kind, kind)):
+            _emit(torch, state, step, kind, tensors, names, fields)
+    if state.stopping:
+        _stop(state)
+
+
+_KINDS = {"grads": "gradients", "params": "parameters", "batch": "batches", "output": "outputs"}
 
 
 def _tensor_sums(torch, tensors):
@@ -194,6 +235,8 @@ def _install(torch, state):
     _record_outputs(torch, state)
     for module_name, class_name in GENERATORS:
         _after_import(module_name, lambda module, name=class_name: _record_generate(torch, state, module, name))
+    _after_import("torch_xla", lambda module: _record_xla_steps(torch, state, module))
+    _after_import("torch._dynamo", _untraced)
 
 
 def _record_losses(torch, state):
@@ -201,13 +244,17 @@ def _record_losses(torch, state):
     that one sees both spellings once."""
     backward = torch.autograd.backward
 
-    def recording_backward(tensors, *args, **kwargs):
+    @_eager(torch)
+    def record(tensors):
         with _Safely(state, "loss"):
             for tensor in [tensors] if isinstance(tensors, torch.Tensor) else list(tensors):
                 if isinstance(tensor, torch.Tensor) and tensor.numel() == 1:
                     autocast = any(torch.is_autocast_enabled(kind) for kind in _autocast_kinds(torch, tensor))
-                    state.write("loss", value=float(tensor.detach().float().cpu().reshape(())),
-                                dtype=str(tensor.dtype).replace("torch.", ""), autocast=autocast, at=_caller())
+                    _record(torch, state, "loss", [tensor], dtype=str(tensor.dtype).replace("torch.", ""),
+                            device=tensor.device.type, autocast=autocast, at=_caller())
+
+    def recording_backward(tensors, *args, **kwargs):
+        record(tensors)
         return backward(tensors, *args, **kwargs)
 
     torch.autograd.backward = recording_backward
@@ -228,6 +275,7 @@ def _autocast_kinds(torch, tensor):
 def _record_steps(torch, state):
     from torch.optim import optimizer as optim
 
+    @_eager(torch)
     def before(opt, args, kwargs):
         with _Safely(state, "gradients"):
             params = [p for group in opt.param_groups for p in group["params"]]
@@ -235,19 +283,22 @@ def _record_steps(torch, state):
                 state.names = _param_names(params)
             at = _caller()
             if state.done == 0:
-                state.write("params", when="before", tensors=_named(torch, state, params, params), at=at)
+                _record(torch, state, "params", params, _names(state, params), when="before", at=at)
             with_grads = [p for p in params if p.grad is not None]
-            grads = [p.grad for p in with_grads]
-            state.write("grads", tensors=_named(torch, state, with_grads, grads),
-                        lr=[_number(group.get("lr")) for group in opt.param_groups], at=at)
+            _record(torch, state, "grads", [p.grad for p in with_grads], _names(state, with_grads),
+                    lr=[_number(group.get("lr")) for group in opt.param_groups], at=at)
 
+    @_eager(torch)
     def after(opt, args, kwargs):
         with _Safely(state, "parameters"):
             params = [p for group in opt.param_groups for p in group["params"]]
-            state.write("params", when="after", tensors=_named(torch, state, params, params), at=_caller())
+            _record(torch, state, "params", params, _names(state, params), when="after", at=_caller())
         state.done += 1
         if state.steps and state.done >= state.steps:
-            _stop(state)
+            if state.regions:
+                state.stopping = True  # once the traced step has run and its events are written
+            else:
+                _stop(state)
 
     optim.register_optimizer_step_pre_hook(before)
     optim.register_optimizer_step_post_hook(after)
@@ -261,11 +312,32 @@ def _number(value):
         return None
 
 
-def _named(torch, state, params, tensors):
-    sums = _tensor_sums(torch, tensors)
-    for index, (param, entry) in enumerate(zip(params, sums)):
-        entry["name"] = state.names.get(id(param), f"param{index}")
-    return sums
+def _names(state, params):
+    return [state.names.get(id(param), f"param{index}") for index, param in enumerate(params)]
+
+
+_UNTRACED = {}  # a recording hook -> the same hook that dynamo does not trace, once torch._dynamo is imported
+
+
+def _eager(torch):
+    """Run a recording hook outside of any graph torch.compile traces: it reads values back to the host, which
+    would break the graph where it is, and it scans the interpreter's objects, which dynamo cannot trace.
+    Importing dynamo costs seconds, so the hook is wrapped only when the program imports it."""
+    def wrap(fn):
+        def hook(*args, **kwargs):
+            return _UNTRACED.get(fn, fn)(*args, **kwargs)
+
+        _UNTRACED[fn] = fn
+        return hook
+
+    return wrap
+
+
+def _untraced(dynamo):
+    disable = getattr(dynamo, "disable", None)
+    if disable is not None:
+        for fn in list(_UNTRACED):
+            _UNTRACED[fn] = disable(fn)
 
 
 def _stop(state):
@@ -287,7 +359,7 @@ def _record_batches(torch, state):
         batch = next_batch(self)
         if state.steps == 0 or state.done < state.steps:
             with _Safely(state, "batches"):
-                state.write("batch", tensors=_tensor_sums(torch, _tensors_in(batch, [], torch)))
+                _record(torch, state, "batch", _tensors_in(batch, [], torch))
         return batch
 
     dataloader._BaseDataLoaderIter.__next__ = recording_next
@@ -306,13 +378,15 @@ def _record_outputs(torch, state):
         if _compiling(torch):
             return None
         state.depth -= 1
-        if state.depth == 0 and not state.generating and state.outputs < MAX_OUTPUTS:
+        # a model called inside a compiled step is not recorded on either side (torch.compile keeps no hook's
+        # effect): its loss, gradients and parameters are
+        if state.depth == 0 and not state.generating and not state.compiled and state.outputs < MAX_OUTPUTS:
             state.outputs += 1
             with _Safely(state, "outputs"):
                 found = _tensors_in(output, [], torch)
                 autocast = bool(found) and any(torch.is_autocast_enabled(k) for k in _autocast_kinds(torch, found[0]))
-                state.write("output", what=type(mod).__name__, training=mod.training, autocast=autocast,
-                            dropout=state.dropped, tensors=_tensor_sums(torch, found), at=_caller())
+                _record(torch, state, "output", found, what=type(mod).__name__, training=mod.training,
+                        autocast=autocast, dropout=state.dropped, at=_caller())
         return None
 
     module.register_module_forward_pre_hook(enter)
@@ -382,6 +456,48 @@ def _record_generate(torch, state, module, class_name):
 
     recording_generate._recorded = True
     owner.generate = recording_generate
+
+
+def _record_xla_steps(torch, state, module):
+    """Track torch_xla.compile (a decorator, a call, or a ``with`` block, which torch_xla.step() is) so that the
+    events of a traced step are written after it has run. Both the package's name and the one its own step()
+    calls are replaced."""
+    owners = [owner for owner in (module, sys.modules.get("torch_xla.torch_xla")) if owner is not None]
+    original = getattr(owners[-1], "compile", None)
+    if original is None or getattr(original, "_recorded", False):
+        return
+
+    def traced(enter, compiled):
+        @contextlib.contextmanager
+        def traced_step():
+            state.regions += 1
+            state.compiled += compiled
+            try:
+                region = enter()
+                with region if hasattr(region, "__enter__") else contextlib.nullcontext():
+                    yield
+            finally:
+                state.regions -= 1
+                state.compiled -= compiled
+                if not state.regions:
+                    _flush(torch, state)
+
+        return traced_step
+
+    def recording_compile(f=None, *args, **kwargs):
+        step = traced(lambda: original(None, *args, **kwargs), 1)
+        return step()(f) if f is not None else step()
+
+    def recording_step():
+        # a graph boundary only: the rewrite leaves its body as plain code, whose model calls are recorded
+        return traced(lambda: original(None), 0)()
+
+    recording_compile._recorded = True
+    for owner in owners:
+        if getattr(owner, "compile", None) is original:
+            owner.compile = recording_compile
+        if callable(getattr(owner, "step", None)):
+            owner.step = recording_step
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):

@@ -5,6 +5,8 @@ nothing, and collectives reach every process of a torchrun job through gloo, wit
 process group of the program's own, as they did under PJRT. It is not a model of XLA compilation.
 """
 
+import contextlib
+
 import torch
 
 # The release whose semantics the double follows; transformers' Trainer reads it.
@@ -31,9 +33,19 @@ def launch(fn, args=(), start_method="spawn", debug_single_process=False):
     return xla_multiprocessing.spawn(fn, args=args)
 
 
-def compile(f=None, full_graph=False, name=None, num_different_graphs_allowed=None):
-    # Graphs ran eagerly here: compiling is the identity, as a decorator or a call.
-    return f if f is not None else (lambda fn: fn)
+def compile(f=None, full_graph=False, name=None, max_different_graphs=None, num_different_graphs_allowed=None):
+    # Graphs ran eagerly here: compiling is the identity, as a decorator or a call; without a function it is
+    # a context manager (a decorator too), as in torch_xla.
+    return f if f is not None else _region()
+
+
+@contextlib.contextmanager
+def _region():
+    yield
+
+
+def step():
+    return compile()
 
 from torch_xla import experimental  # noqa: E402  (scripts reach it as torch_xla.experimental)
 from torch_xla import _autocast, _bf16  # noqa: E402
