@@ -31,6 +31,7 @@ app = typer.Typer(
 
 USAGE_ERROR = 2
 INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
+TERMINATED = 143  # 128 + SIGTERM: a CI timeout or a job runner stopped the run
 
 
 def _version(value: bool) -> None:
@@ -103,17 +104,38 @@ def _require_torch(command: str) -> None:
         )
 
 
+# Whether a SIGTERM now should unwind (see _stoppable) rather than end the process at once.
+_unwind_on_sigterm = False
+
+
+@contextlib.contextmanager
+def _stoppable():
+    """Inside the block SIGTERM raises Terminated, so that what the block started (a process pool, a child
+    program) is stopped as on Ctrl-C; elsewhere it ends the process at once, as it would by default."""
+    global _unwind_on_sigterm
+    before, _unwind_on_sigterm = _unwind_on_sigterm, True
+    try:
+        yield
+    finally:
+        _unwind_on_sigterm = before
+
+
 @contextlib.contextmanager
 def _interruptible():
     try:
-        yield
-    except KeyboardInterrupt:
-        typer.echo("neuron-migrate: interrupted; every file is either untouched or fully written", err=True)
+        with _stoppable():
+            yield
+    except KeyboardInterrupt as exc:
+        from neuron_migrate.migrate.write import Terminated
+
+        stopped = isinstance(exc, Terminated)
+        typer.echo(f"neuron-migrate: {'terminated' if stopped else 'interrupted'}; every file is either untouched "
+                   "or fully written", err=True)
         sys.stdout.flush()
         sys.stderr.flush()
-        # Every write is done or undone (atomic); leaving now skips the interpreter's wait for the pool's
-        # threads, which a worker stopped mid-chunk can hold up.
-        os._exit(INTERRUPTED)
+        # Every write is done or undone (atomic) and the workers are stopped; leaving now skips the
+        # interpreter's clean-up, which has nothing left to do.
+        os._exit(TERMINATED if stopped else INTERRUPTED)
 
 
 def _fail(message: str) -> typer.Exit:
@@ -593,10 +615,15 @@ def emulate(
     # the child imports neuron_migrate from wherever this process found it
     package_root = str(Path(__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    from neuron_migrate.migrate.write import Terminated
+
     try:
-        code = subprocess.call(command, env=env)
+        with _stoppable():
+            code = subprocess.call(command, env=env)  # on an interrupt it kills the program before raising
+    except Terminated:
+        code = TERMINATED
     except KeyboardInterrupt:
-        code = 130
+        code = INTERRUPTED
     raise typer.Exit(code if code >= 0 else 128 - code)
 
 
@@ -730,15 +757,27 @@ def main() -> None:
 
 def _arm_interrupts() -> None:
     """Ctrl-C stops a run at once (the commands say so and exit 130); a second Ctrl-C while the first one is
-    being handled ends the process immediately."""
+    being handled ends the process immediately. SIGTERM takes the same path and exits 143."""
     import signal
 
     def first(signum, frame):
         signal.signal(signal.SIGINT, lambda *_: os._exit(INTERRUPTED))
         raise KeyboardInterrupt
 
+    def terminate(signum, frame):
+        if not _unwind_on_sigterm:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(TERMINATED)
+        from neuron_migrate.migrate.write import Terminated
+
+        signal.signal(signal.SIGTERM, lambda *_: os._exit(TERMINATED))
+        raise Terminated
+
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, first)
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, terminate)
 
 
 if __name__ == "__main__":

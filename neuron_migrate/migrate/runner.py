@@ -81,15 +81,14 @@ def run(
     tasks = results.settle_cheaply(KindPrefilter(summary.triggers))
     if tasks:
         init_args = (tuple(config.select), tuple(config.ignore), config.no_comments, diffs, config.keep_dual_stack)
-        outcomes = parallel.map_in_order(process, tasks, config.workers, init_worker, init_args, engine_seconds)
+        outcomes = parallel.map_in_order(process, tasks, config.workers, init_worker, init_args, engine_seconds,
+                                         lost=lost_outcome)
         try:
             # strict: after the last task the pool is asked for one more result, which lets it shut down
             # cleanly (a pool left running at exit races with the interpreter's own clean-up on 3.11).
             upcoming = [task.path for task in tasks[1:]] + [""]
             for task, outcome, following in zip(tasks, outcomes, upcoming, strict=True):
                 results.settle(task, outcome, following)
-        except parallel.WorkerDied:
-            results.fail_unsettled(tasks, "a worker process died while rewriting; rerun with --jobs 1 to see why")
         finally:
             # On an interrupt (or an error in a progress callback) this cancels the pending work now,
             # rather than when the generator happens to be collected after every file was processed.
@@ -155,11 +154,6 @@ class _Results:
         if self.cache is not None:
             self.cache.put(self.keys[task.index], outcome, with_diff=self.diffs)
         self._finish(task.index, self._apply(task, outcome, cached=False), following)
-
-    def fail_unsettled(self, tasks: list[Task], reason: str) -> None:
-        for task in tasks:
-            if self.results[task.index] is None:
-                self._finish(task.index, FileResult(task.path, FAILED, error=f"{task.path}: {reason}"))
 
     def files(self) -> list[FileResult]:
         return [r for r in self.results if r is not None]
@@ -291,6 +285,12 @@ def init_worker(
     _run_args = (select, ignore, keep_dual_stack)
     _no_comments = no_comments
     _diffs = diffs
+
+
+def lost_outcome(task: Task, why: str) -> Outcome:
+    """The outcome of a file whose worker died on it (a failure, which the cache never keeps)."""
+    return Outcome(FAILED, error=f"{task.path}: a worker process died while rewriting this file (out of memory?); "
+                                 "file left unchanged; rerun with --jobs 1 to see why")
 
 
 def process(task: Task) -> Outcome:
