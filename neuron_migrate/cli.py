@@ -193,6 +193,17 @@ def rewrite(
     ] = False,
     jobs: Annotated[Optional[int], typer.Option("--jobs", min=1, help="Worker processes (default: CPU count).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the result cache.")] = False,
+    max_file_size: Annotated[
+        Optional[str], typer.Option("--max-file-size", metavar="SIZE",
+                                    help="Skip files with more code than this: 1MB (default), 500KB, 0 for no limit."),
+    ] = None,
+    max_file_seconds: Annotated[
+        Optional[float], typer.Option("--max-file-seconds", metavar="SECONDS", min=0.0,
+                                      help="Skip a file whose rewrite takes longer (default 60, 0 for no limit)."),
+    ] = None,
+    write_read_only: Annotated[
+        bool, typer.Option("--write-read-only", help="Rewrite files without write permission too (default: skip).")
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors and a one-line summary.")] = False,
     stdin_filename: Annotated[
         Optional[str],
@@ -228,6 +239,7 @@ def rewrite(
         raise _fail(f"no such file or folder: {', '.join(missing)}")
     reports = _report_formats(report)
     mode = "diff" if diff else "check" if check else "write"
+    size_limit = _size(max_file_size, "--max-file-size")
 
     try:
         config = load_config(
@@ -238,6 +250,9 @@ def rewrite(
             keep_dual_stack=True if keep_dual_stack else None,
             jobs=jobs,
             cache=False if no_cache else None,
+            max_file_size=size_limit,
+            max_file_seconds=max_file_seconds,
+            write_read_only=True if write_read_only else None,
         )
     except ConfigError as exc:
         raise _fail(str(exc)) from None
@@ -268,6 +283,18 @@ def rewrite(
     else:
         terminal.show(result, shown)
     raise typer.Exit(result.exit_code())
+
+
+def _size(value: str | None, flag: str) -> int | None:
+    from neuron_migrate.config import parse_size
+
+    if value is None:
+        return None
+    size = parse_size(value)
+    if size is None:
+        raise typer.BadParameter(f"{value!r} is not a size: bytes, or a number with KB, MB or GB (0: no limit)",
+                                 param_hint=flag)
+    return size
 
 
 class AuditFormat(str, Enum):

@@ -37,6 +37,11 @@ MIN_POOL_TASKS = 4
 # workers save half the work and cost about 0.15 s (forks, cold caches, results sent back).
 POOL_PAYS_SECONDS = 0.4
 
+# With a time limit, a task estimated to take this long runs in a worker even when a pool would not pay
+# otherwise: native code (LibCST's parser takes half a minute on a 2 MB module) cannot be interrupted
+# in this process, by the time limit or by Ctrl-C, but a worker can always be killed.
+SUPERVISE_SECONDS = 1.0
+
 # Why a task has no result of its own (see ``lost`` in map_in_order).
 TIMED_OUT = "timed out"
 DIED = "died"
@@ -69,12 +74,12 @@ def map_in_order(
     (``why`` is TIMED_OUT) or whose worker died (DIED); without it a dead worker raises WorkerDied and
     no time limit applies."""
     limit = time_limit if time_limit and lost is not None else None
-    if not pool_pays(tasks, jobs, cost):
+    if not pool_pays(tasks, jobs, cost) and not (limit is not None and long_task(tasks, cost)):
         initializer(*initargs)
         for task in tasks:
             yield _in_process(fn, task, limit, lost)
         return
-    yield from _Pool(fn, initializer, initargs, min(jobs, len(tasks)), limit, lost).map(tasks)
+    yield from _Pool(fn, initializer, initargs, max(1, min(jobs, len(tasks))), limit, lost).map(tasks)
 
 
 def pool_pays(tasks: Sequence[T], jobs: int, cost: Callable[[T], float] | None = None) -> bool:
@@ -85,6 +90,10 @@ def pool_pays(tasks: Sequence[T], jobs: int, cost: Callable[[T], float] | None =
     return sum(cost(task) for task in tasks) >= POOL_PAYS_SECONDS
 
 
+def long_task(tasks: Sequence[T], cost: Callable[[T], float] | None) -> bool:
+    return cost is not None and any(cost(task) >= SUPERVISE_SECONDS for task in tasks)
+
+
 # ----- in this process ---------------------------------------------------------------------------------
 class _Expired(BaseException):
     """Raised by the alarm inside a task that ran past its time limit. A BaseException, so that the
@@ -92,6 +101,7 @@ class _Expired(BaseException):
 
 
 def _in_process(fn: Callable[[T], R], task: T, limit: float | None, lost: Callable[[T, str], R] | None) -> R:
+    # The alarm interrupts Python code only; a task long enough to spend seconds in native code ran in a worker.
     if limit is None or lost is None:
         return fn(task)
     try:

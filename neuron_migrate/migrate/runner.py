@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from neuron_migrate import __version__
-from neuron_migrate.config import Config
+from neuron_migrate.config import Config, size_text
 from neuron_migrate.migrate import parallel
 from neuron_migrate.migrate.cache import Cache, PlanSummary, related_sources
 from neuron_migrate.migrate.discover import SourceFile, discover
@@ -77,12 +77,14 @@ def run(
     results = _Results(found.files, [display_path(s.path, cwd) for s in found.files], mode, cache, progress)
     results.diffs = diffs
     results.extra_ignores = PerFileIgnores(config)
+    results.max_size = config.max_file_size
+    results.write_read_only = config.write_read_only
 
     tasks = results.settle_cheaply(KindPrefilter(summary.triggers))
     if tasks:
         init_args = (tuple(config.select), tuple(config.ignore), config.no_comments, diffs, config.keep_dual_stack)
         outcomes = parallel.map_in_order(process, tasks, config.workers, init_worker, init_args, engine_seconds,
-                                         lost=lost_outcome)
+                                         time_limit=config.max_file_seconds or None, lost=LostOutcome(config))
         try:
             # strict: after the last task the pool is asked for one more result, which lets it shut down
             # cleanly (a pool left running at exit races with the interpreter's own clean-up on 3.11).
@@ -122,6 +124,8 @@ class _Results:
         self.extra_ignores: Callable[[SourceFile], tuple[str, ...]] = lambda source: ()
         self.diffs = True  # whether outcomes carry their diff (a cached entry made without one cannot serve)
         self.warnings: list[str] = []
+        self.max_size = 0  # bytes of code a file may hold to go to the engine; 0: no limit
+        self.write_read_only = False
 
     def settle_cheaply(self, prefilter: KindPrefilter) -> list[Task]:
         """Settle every file a byte scan or the cache can; return the ones that need the engine."""
@@ -136,6 +140,10 @@ class _Results:
                 self.warnings.extend(_unknown_ignores(path, data))
             if not prefilter(source.kind, data):
                 self._finish(index, FileResult(path))
+                continue
+            size = code_size(source.kind, data) if self.max_size and len(data) > self.max_size else 0
+            if size > self.max_size:
+                self._finish(index, FileResult(path, SKIPPED, error=too_large(size, self.max_size)))
                 continue
             task = Task(index, path, source.kind, data, self.extra_ignores(source))
             if self.cache is not None:
@@ -287,10 +295,37 @@ def init_worker(
     _diffs = diffs
 
 
-def lost_outcome(task: Task, why: str) -> Outcome:
-    """The outcome of a file whose worker died on it (a failure, which the cache never keeps)."""
-    return Outcome(FAILED, error=f"{task.path}: a worker process died while rewriting this file (out of memory?); "
-                                 "file left unchanged; rerun with --jobs 1 to see why")
+class LostOutcome:
+    """The outcome of a file the run gave up on: past the time limit, or its worker died (never cached)."""
+
+    def __init__(self, config: Config) -> None:
+        self.seconds = config.max_file_seconds
+
+    def __call__(self, task: Task, why: str) -> Outcome:
+        if why == parallel.TIMED_OUT:
+            return Outcome(SKIPPED, error=f"took more than {self.seconds:g} s, the per-file time "
+                                          "limit (--max-file-seconds, or max-file-seconds in [tool.neuron-migrate])")
+        return Outcome(FAILED, error=f"{task.path}: a worker process died while rewriting this file (out of "
+                                     "memory?); file left unchanged; rerun with --jobs 1 to see why")
+
+
+def too_large(size: int, limit: int) -> str:
+    return (f"{size_text(size)} of code, over the per-file size limit of {size_text(limit)} "
+            "(--max-file-size, or max-file-size in [tool.neuron-migrate])")
+
+
+def code_size(kind: str, data: bytes) -> int:
+    """The bytes of code the engine would read: a notebook's code cells (its outputs, often images, are
+    never parsed), the whole file otherwise."""
+    if kind != "notebook":
+        return len(data)
+    import json
+
+    try:
+        cells = json.loads(data).get("cells", [])
+        return sum(len("".join(cell.get("source", "")).encode()) for cell in cells if cell.get("cell_type") == "code")
+    except (ValueError, AttributeError, TypeError):
+        return len(data)  # not a notebook the adapter can read either; it reports why
 
 
 def process(task: Task) -> Outcome:
