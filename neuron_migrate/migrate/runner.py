@@ -21,7 +21,7 @@ from neuron_migrate.migrate import parallel
 from neuron_migrate.migrate.cache import Cache, PlanSummary, related_sources
 from neuron_migrate.migrate.discover import SourceFile, discover
 from neuron_migrate.migrate.prefilter import KindPrefilter, words_by_file_kind
-from neuron_migrate.migrate.sources import ADAPTERS, Outcome
+from neuron_migrate.migrate.sources import ADAPTERS, Outcome, not_read_reason, wide_encoding
 from neuron_migrate.migrate.write import atomic_write, diffs_computed, unified_diff
 from neuron_migrate.report.model import CHANGED, FAILED, SKIPPED, FileResult, Report
 
@@ -136,6 +136,10 @@ class _Results:
             except OSError as exc:
                 self._finish(index, FileResult(path, FAILED, error=f"{path}: cannot be read: {exc.strerror or exc}"))
                 continue
+            wide = wide_encoding(data)
+            if wide is not None:
+                self._finish(index, FileResult(path, SKIPPED, error=not_read_reason(wide)))
+                continue
             if b"neuron-migrate: ignore[" in data:
                 self.warnings.extend(_unknown_ignores(path, data))
             if not prefilter(source.kind, data):
@@ -182,12 +186,28 @@ class _Results:
         if self.mode == "diff" and task.kind == "notebook":
             result.patch = unified_diff(task.data.decode("utf-8"), outcome.output.decode("utf-8"), task.path)
         if self.mode == "write":
+            if not self.write_read_only and read_only(self.sources[task.index].real):
+                return FileResult(task.path, SKIPPED, error=READ_ONLY)
             try:
                 atomic_write(self.sources[task.index].real, outcome.output)
             except OSError as exc:
                 result.status = FAILED
                 result.error = f"{task.path}: cannot be written, left unchanged: {exc.strerror or exc}"
         return result
+
+
+READ_ONLY = ("read-only (no write permission): left unchanged, as ruff and black do; --write-read-only "
+             "(write-read-only = true in [tool.neuron-migrate]) rewrites it")
+
+
+def read_only(path: Path) -> bool:
+    """No write bit at all, or none this user has. The rewrite replaces a file through its folder (an atomic
+    rename), which would succeed anyway, even for root: the file's own permission is what the user set."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False  # the write reports it
+    return not mode & 0o222 or not os.access(path, os.W_OK)
 
 
 def _unknown_ignores(path: str, data: bytes) -> list[str]:
