@@ -174,3 +174,12 @@ def test_verify_finds_the_migrated_example_computing_what_the_legacy_one_compute
     assert run.returncode == 0, run.stdout + run.stderr
     assert "verify: equal: 5 steps" in run.stdout
     assert not any(EXAMPLE.glob("checkpoints")), "the legacy example folder stays as shipped"
+
+
+def test_emulate_knows_every_legacy_module_the_rules_know():
+    from neuron_migrate.analyzers.emulator.__main__ import _legacy_module
+    from neuron_migrate.rules import LEGACY_MODULES
+
+    assert all(_legacy_module(name) for name in LEGACY_MODULES)
+    assert all(_legacy_module(name) for name in ("torch_xla.core.xla_model", "optimum.neuron.trainers"))
+    assert not any(_legacy_module(name) for name in ("torch_xlab", "optimum", "torch_neuronx", "transformers"))

@@ -81,10 +81,15 @@ def _finish(code, show_error: bool = False) -> None:
     os._exit(code or 0)
 
 
-def _legacy_module(name: str) -> str | None:
-    from neuron_migrate.rules import LEGACY_MODULES
+# Modules only the legacy stack has (the packages of neuron_migrate.rules.LEGACY_MODULES, which the analyzers
+# may not import; a test keeps the two in step). torch_neuronx is TorchNeuron's package too, and the emulator
+# provides one: a part of it that cannot be found is one of its XLA-era parts.
+LEGACY_PACKAGES = ("torch_xla", "optimum.neuron", "neuronx_distributed", "libneuronxla", "torch_neuronx.")
 
-    return next((p for p in LEGACY_MODULES if name == p or name.startswith(p + ".")), None)
+
+def _legacy_module(name: str) -> str | None:
+    return next((p for p in LEGACY_PACKAGES if name.startswith(p) and (name == p or p.endswith(".")
+                                                                         or name[len(p)] == ".")), None)
 
 
 def _importer(exc: BaseException, argv: list[str]) -> str:
