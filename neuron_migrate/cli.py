@@ -156,6 +156,17 @@ def coloured_diff(patch: str) -> str:
     return "".join(out)
 
 
+# The per-file limits, shared by rewrite and audit (whose legacy pass is the rewrite engine).
+MaxFileSize = Annotated[
+    Optional[str], typer.Option("--max-file-size", metavar="SIZE",
+                                help="Skip files with more code than this: 1MB (default), 500KB, 0 for no limit."),
+]
+MaxFileSeconds = Annotated[
+    Optional[float], typer.Option("--max-file-seconds", metavar="SECONDS", min=0.0,
+                                  help="Skip a file whose rewrite takes longer (default 60, 0 for no limit)."),
+]
+
+
 class OutputFormat(str, Enum):
     text = "text"
     github = "github"
@@ -193,14 +204,8 @@ def rewrite(
     ] = False,
     jobs: Annotated[Optional[int], typer.Option("--jobs", min=1, help="Worker processes (default: CPU count).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the result cache.")] = False,
-    max_file_size: Annotated[
-        Optional[str], typer.Option("--max-file-size", metavar="SIZE",
-                                    help="Skip files with more code than this: 1MB (default), 500KB, 0 for no limit."),
-    ] = None,
-    max_file_seconds: Annotated[
-        Optional[float], typer.Option("--max-file-seconds", metavar="SECONDS", min=0.0,
-                                      help="Skip a file whose rewrite takes longer (default 60, 0 for no limit)."),
-    ] = None,
+    max_file_size: MaxFileSize = None,
+    max_file_seconds: MaxFileSeconds = None,
     write_read_only: Annotated[
         bool, typer.Option("--write-read-only", help="Rewrite files without write permission too (default: skip).")
     ] = False,
@@ -397,6 +402,8 @@ def audit(
     ignore: Annotated[Optional[list[str]], typer.Option("--ignore", help="Skip these ids or prefixes.")] = None,
     jobs: Annotated[Optional[int], typer.Option("--jobs", min=1, help="Worker processes (default: CPU count).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the result cache.")] = False,
+    max_file_size: MaxFileSize = None,
+    max_file_seconds: MaxFileSeconds = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors and a one-line summary.")] = False,
 ) -> None:
     """Find what will recompile, break graphs or fall back on the native backend, and leftover legacy APIs.
@@ -432,6 +439,8 @@ def audit(
             ignore=rule_ids(ignore, "--ignore"),
             jobs=jobs,
             cache=False if no_cache else None,
+            max_file_size=_size(max_file_size, "--max-file-size"),
+            max_file_seconds=max_file_seconds,
         )
     except ConfigError as exc:
         raise _fail(str(exc)) from None

@@ -172,3 +172,11 @@ def test_a_long_task_runs_in_a_worker_that_can_be_stopped_even_with_one_job():
     assert results == [("huge.py", parallel.TIMED_OUT)]
     assert time.monotonic() - started < 10
     assert not multiprocessing.active_children()
+
+
+def test_the_audit_takes_the_limits_for_its_legacy_pass(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "table.py").write_text(_generated(300))
+    result = CliRunner().invoke(app, ["audit", "--no-cache", "--max-file-size", "4KB", "--format", "json", "."])
+    (entry,) = json.loads(result.stdout)["files"]
+    assert (entry["status"], entry["error"][:14]) == ("skipped", "6.7 KB of code")
