@@ -129,3 +129,20 @@ def test_workers_end_when_their_parent_is_killed(tmp_path):
     finally:
         _end(parent)
     assert not left, f"workers still running after their parent was killed: {sorted(left)}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_the_pool_works_with_every_start_method(monkeypatch, method):
+    # Under forkserver a worker's parent is the server process, not this one: the worker must not take that for
+    # its parent having ended.
+    import multiprocessing
+
+    from neuron_migrate.migrate import parallel
+
+    context = multiprocessing.get_context(method)
+    monkeypatch.setattr(multiprocessing, "get_context", lambda method=method, real=multiprocessing.get_context:
+                        real(method))
+    results = list(parallel.map_in_order(abs, list(range(-6, 0)), 2, dict, lost=lambda task, why: why))
+    assert results == [6, 5, 4, 3, 2, 1]
+    assert not context.active_children() and not multiprocessing.active_children()

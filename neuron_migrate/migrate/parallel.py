@@ -168,9 +168,11 @@ class _Pool:
         import multiprocessing
 
         self.context = multiprocessing.get_context()
-        if self.context.get_start_method() == "fork":
+        method = self.context.get_start_method()
+        if method == "fork":
             initializer(*initargs)  # the workers inherit what it prepared
-        self.args = (fn, initializer, initargs, os.getpid())
+        # With forkserver a worker's parent is the server process, which ends when this one does: 0 says so.
+        self.args = (fn, initializer, initargs, os.getpid() if method in ("fork", "spawn") else 0)
         self.size = size
         self.limit = limit
         self.lost = lost
@@ -287,8 +289,13 @@ def _sendable(exc: Exception) -> Exception:
 
 
 def die_with_parent(parent: int) -> None:
-    """End this process when ``parent`` ends. Linux sends SIGKILL the moment the parent (strictly, the
-    parent thread that started this process) exits; the watchdog thread is the fallback elsewhere."""
+    """End this process when ``parent`` (0: the process that started this one) ends. Linux sends SIGKILL the
+    moment the parent (strictly, the parent thread that started this process) exits; the watchdog thread is
+    the fallback elsewhere."""
+    if not parent:
+        parent = os.getppid()
+        if parent == 1:  # already gone: adopted by init
+            os._exit(1)
     if sys.platform.startswith("linux"):
         try:
             import ctypes
