@@ -66,6 +66,8 @@ def audit(paths: Sequence[Path | str], config: Config, progress=None) -> Report:
         target.findings[:0] = [as_audit_finding(f) for f in result.findings]
         if result.status == FAILED and target.status != FAILED:
             target.status, target.error = FAILED, result.error
+        elif result.status == SKIPPED and target.status != FAILED:  # a limit, UTF-16: the file was not read
+            target.status, target.error = SKIPPED, result.error
 
     for skipped in found.skipped:
         files[display_path(skipped.path, cwd)] = FileResult(display_path(skipped.path, cwd), SKIPPED, error=skipped.reason)
@@ -103,17 +105,21 @@ HAZARD_TRIGGERS = (
 def scan_file(task: HazardTask) -> ScanOutcome:
     """Runs in a worker: one file's hazards. A file that does not parse is reported, never raised."""
     from neuron_migrate.analyzers.static import scan_source
+    from neuron_migrate.migrate.sources import NUL_MESSAGE, nul_place, wide_encoding
 
     try:
         with open(task.real, "rb") as fh:
             data = fh.read()
-        if not any(word in data for word in HAZARD_TRIGGERS):
-            return ScanOutcome([])
+        if not any(word in data for word in HAZARD_TRIGGERS) or wide_encoding(data):
+            return ScanOutcome([])  # UTF-16 and UTF-32 files: the legacy pass reports them as not read
         if task.kind == "notebook":
             return _scan_notebook(data, task.path)
         source = data.decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         return ScanOutcome([], f"{task.path}: cannot be read: {exc}")
+    place = nul_place(source)
+    if place is not None:  # Python's own error would give no place
+        return ScanOutcome([], f"{task.path}:{place[0]}:{place[1]}: {NUL_MESSAGE}")
     try:
         return ScanOutcome(scan_source(source, task.path))
     except SyntaxError as exc:

@@ -32,6 +32,7 @@ app = typer.Typer(
 
 USAGE_ERROR = 2
 INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
+TERMINATED = 143  # 128 + SIGTERM: a CI timeout or a job runner stopped the run
 
 
 def _version(value: bool) -> None:
@@ -104,17 +105,38 @@ def _require_torch(command: str) -> None:
         )
 
 
+# Whether a SIGTERM now should unwind (see _stoppable) rather than end the process at once.
+_unwind_on_sigterm = False
+
+
+@contextlib.contextmanager
+def _stoppable():
+    """Inside the block SIGTERM raises Terminated, so that what the block started (a process pool, a child
+    program) is stopped as on Ctrl-C; elsewhere it ends the process at once, as it would by default."""
+    global _unwind_on_sigterm
+    before, _unwind_on_sigterm = _unwind_on_sigterm, True
+    try:
+        yield
+    finally:
+        _unwind_on_sigterm = before
+
+
 @contextlib.contextmanager
 def _interruptible():
     try:
-        yield
-    except KeyboardInterrupt:
-        typer.echo("neuron-migrate: interrupted; every file is either untouched or fully written", err=True)
+        with _stoppable():
+            yield
+    except KeyboardInterrupt as exc:
+        from neuron_migrate.migrate.write import Terminated
+
+        stopped = isinstance(exc, Terminated)
+        typer.echo(f"neuron-migrate: {'terminated' if stopped else 'interrupted'}; every file is either untouched "
+                   "or fully written", err=True)
         sys.stdout.flush()
         sys.stderr.flush()
-        # Every write is done or undone (atomic); leaving now skips the interpreter's wait for the pool's
-        # threads, which a worker stopped mid-chunk can hold up.
-        os._exit(INTERRUPTED)
+        # Every write is done or undone (atomic) and the workers are stopped; leaving now skips the
+        # interpreter's clean-up, which has nothing left to do.
+        os._exit(TERMINATED if stopped else INTERRUPTED)
 
 
 def _fail(message: str) -> typer.Exit:
@@ -133,6 +155,17 @@ def coloured_diff(patch: str) -> str:
         body, newline = (line[:-1], "\n") if line.endswith("\n") else (line, "")
         out.append(f"{colour}{body}\x1b[0m{newline}" if colour else line)
     return "".join(out)
+
+
+# The per-file limits, shared by rewrite and audit (whose legacy pass is the rewrite engine).
+MaxFileSize = Annotated[
+    Optional[str], typer.Option("--max-file-size", metavar="SIZE",
+                                help="Skip files with more code than this: 1MB (default), 500KB, 0 for no limit."),
+]
+MaxFileSeconds = Annotated[
+    Optional[float], typer.Option("--max-file-seconds", metavar="SECONDS", min=0.0,
+                                  help="Skip a file whose rewrite takes longer (default 60, 0 for no limit)."),
+]
 
 
 class OutputFormat(str, Enum):
@@ -172,6 +205,11 @@ def rewrite(
     ] = False,
     jobs: Annotated[Optional[int], typer.Option("--jobs", min=1, help="Worker processes (default: CPU count).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the result cache.")] = False,
+    max_file_size: MaxFileSize = None,
+    max_file_seconds: MaxFileSeconds = None,
+    write_read_only: Annotated[
+        bool, typer.Option("--write-read-only", help="Rewrite files without write permission too (default: skip).")
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors and a one-line summary.")] = False,
     stdin_filename: Annotated[
         Optional[str],
@@ -207,6 +245,7 @@ def rewrite(
         raise _fail(f"no such file or folder: {', '.join(missing)}")
     reports = _report_formats(report)
     mode = "diff" if diff else "check" if check else "write"
+    size_limit = _size(max_file_size, "--max-file-size")
 
     try:
         config = load_config(
@@ -217,6 +256,9 @@ def rewrite(
             keep_dual_stack=True if keep_dual_stack else None,
             jobs=jobs,
             cache=False if no_cache else None,
+            max_file_size=size_limit,
+            max_file_seconds=max_file_seconds,
+            write_read_only=True if write_read_only else None,
         )
     except ConfigError as exc:
         raise _fail(str(exc)) from None
@@ -247,6 +289,18 @@ def rewrite(
     else:
         terminal.show(result, shown)
     raise typer.Exit(result.exit_code())
+
+
+def _size(value: str | None, flag: str) -> int | None:
+    from neuron_migrate.config import parse_size
+
+    if value is None:
+        return None
+    size = parse_size(value)
+    if size is None:
+        raise typer.BadParameter(f"{value!r} is not a size: bytes, or a number with KB, MB or GB (0: no limit)",
+                                 param_hint=flag)
+    return size
 
 
 class AuditFormat(str, Enum):
@@ -349,6 +403,8 @@ def audit(
     ignore: Annotated[Optional[list[str]], typer.Option("--ignore", help="Skip these ids or prefixes.")] = None,
     jobs: Annotated[Optional[int], typer.Option("--jobs", min=1, help="Worker processes (default: CPU count).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the result cache.")] = False,
+    max_file_size: MaxFileSize = None,
+    max_file_seconds: MaxFileSeconds = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors and a one-line summary.")] = False,
 ) -> None:
     """Find what will recompile, break graphs or fall back on the native backend, and leftover legacy APIs.
@@ -384,6 +440,8 @@ def audit(
             ignore=rule_ids(ignore, "--ignore"),
             jobs=jobs,
             cache=False if no_cache else None,
+            max_file_size=_size(max_file_size, "--max-file-size"),
+            max_file_seconds=max_file_seconds,
         )
     except ConfigError as exc:
         raise _fail(str(exc)) from None
@@ -594,10 +652,15 @@ def emulate(
     # the child imports neuron_migrate from wherever this process found it
     package_root = str(Path(__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    from neuron_migrate.migrate.write import Terminated
+
     try:
-        code = subprocess.call(command, env=env)
+        with _stoppable():
+            code = subprocess.call(command, env=env)  # on an interrupt it kills the program before raising
+    except Terminated:
+        code = TERMINATED
     except KeyboardInterrupt:
-        code = 130
+        code = INTERRUPTED
     raise typer.Exit(code if code >= 0 else 128 - code)
 
 
@@ -753,15 +816,27 @@ def main() -> None:
 
 def _arm_interrupts() -> None:
     """Ctrl-C stops a run at once (the commands say so and exit 130); a second Ctrl-C while the first one is
-    being handled ends the process immediately."""
+    being handled ends the process immediately. SIGTERM takes the same path and exits 143."""
     import signal
 
     def first(signum, frame):
         signal.signal(signal.SIGINT, lambda *_: os._exit(INTERRUPTED))
         raise KeyboardInterrupt
 
+    def terminate(signum, frame):
+        if not _unwind_on_sigterm:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(TERMINATED)
+        from neuron_migrate.migrate.write import Terminated
+
+        signal.signal(signal.SIGTERM, lambda *_: os._exit(TERMINATED))
+        raise Terminated
+
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, first)
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, terminate)
 
 
 if __name__ == "__main__":

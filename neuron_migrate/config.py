@@ -14,6 +14,9 @@ line: ``None`` means "not given", anything else overrides the file.
     no-comments = false
     jobs = 4
     cache = true
+    max-file-size = "1MB"
+    max-file-seconds = 60
+    write-read-only = false
 """
 
 from __future__ import annotations
@@ -34,6 +37,13 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 SECTION = "neuron-migrate"
 CACHE_ENV = "NEURON_MIGRATE_CACHE_DIR"
+
+# Per-file limits. The largest file of the real legacy corpus the engine reads holds 0.2 MB of code and takes
+# about 5 CPU-seconds (15 s of wall time on a loaded 2-core machine); the defaults leave room for five times
+# that much code and ten times that time, while a generated module of a few MB (minutes, and GBs of memory)
+# is skipped.
+DEFAULT_MAX_FILE_SIZE = 1_000_000  # bytes of code
+DEFAULT_MAX_FILE_SECONDS = 60.0
 
 
 class ConfigError(Exception):
@@ -60,6 +70,12 @@ class Config:
     source: Path | None = None
     # (gitwildmatch pattern relative to ``root``, rule ids or prefixes): more rules to ignore in matching files
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # A file with more code than this (bytes; 0: no limit), or whose rewrite takes longer (seconds; 0: no
+    # limit), is skipped and reported.
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    max_file_seconds: float = DEFAULT_MAX_FILE_SECONDS
+    # Rewrite files without write permission too (by default they are skipped and reported, as ruff and black do).
+    write_read_only: bool = False
 
     @property
     def excludes(self) -> tuple[str, ...]:
@@ -72,8 +88,9 @@ class Config:
     def fingerprint(self) -> str:
         """Hash of the settings that change what a file is rewritten to; the cache keys on it.
 
-        Excludes, jobs and cache location decide which files are visited and how, not their output,
-        so changing them must not throw away cached results.
+        Excludes, jobs, the per-file limits, read-only handling and cache location decide which files are
+        visited or written and how, not what a file is rewritten to, so changing them must not throw away
+        cached results (a file skipped for a limit is never cached).
         """
         data = {
             "select": sorted(s.upper() for s in self.select),
@@ -116,6 +133,39 @@ def _positive_int(value: Any) -> int | None:
     return None
 
 
+def _non_negative_number(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    return None
+
+
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 1000, "k": 1000, "mb": 1000**2, "m": 1000**2, "gb": 1000**3, "g": 1000**3,
+               "kib": 1024, "mib": 1024**2, "gib": 1024**3}
+
+
+def parse_size(value: Any) -> int | None:
+    """Bytes from ``1500000``, ``"1500000"``, ``"1.5MB"``, ``"500 KB"`` or ``"1MiB"`` (KB, MB, GB are powers of
+    1000); None for anything else. 0 means no limit."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if value >= 0 else None
+    if not isinstance(value, str):
+        return None
+    import re
+
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", value)
+    if not match or match.group(2).lower() not in _SIZE_UNITS:
+        return None
+    return int(float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()])
+
+
+def size_text(size: int) -> str:
+    """``1 MB``, ``2.1 MB``, ``350 KB``, ``12 bytes``: how the limits are written back to the user."""
+    for unit, factor in (("GB", 1000**3), ("MB", 1000**2), ("KB", 1000)):
+        if size >= factor:
+            return f"{size / factor:.1f}".removesuffix(".0") + f" {unit}"
+    return f"{size} bytes"
+
+
 # pyproject key -> (Config field, converter returning None for a wrong type, what the key wants)
 KEYS = {
     "select": ("select", _strings, "a list of rule ids or prefixes"),
@@ -128,6 +178,9 @@ KEYS = {
     "keep-dual-stack": ("keep_dual_stack", _boolean, "true or false"),
     "jobs": ("jobs", _positive_int, "a positive integer"),
     "cache": ("cache", _boolean, "true or false"),
+    "max-file-size": ("max_file_size", parse_size, 'a size in bytes, or with a unit: "1MB", "500KB" (0: no limit)'),
+    "max-file-seconds": ("max_file_seconds", _non_negative_number, "a number of seconds (0: no limit)"),
+    "write-read-only": ("write_read_only", _boolean, "true or false"),
 }
 
 
@@ -196,6 +249,9 @@ def load_config(
     cache: bool | None = None,
     exclude: Iterable[str] | None = None,
     extend_exclude: Iterable[str] | None = None,
+    max_file_size: int | None = None,
+    max_file_seconds: float | None = None,
+    write_read_only: bool | None = None,
 ) -> Config:
     """Settings for a run over ``paths``: the project's pyproject.toml, overridden by the arguments."""
     start = Path(paths[0]) if paths else Path.cwd()
@@ -215,6 +271,9 @@ def load_config(
         "keep_dual_stack": keep_dual_stack,
         "jobs": jobs,
         "cache": cache,
+        "max_file_size": max_file_size,
+        "max_file_seconds": max_file_seconds,
+        "write_read_only": write_read_only,
     }
     if jobs is not None and _positive_int(jobs) is None:
         raise ConfigError(f"jobs must be a positive integer, got {jobs!r}")

@@ -137,6 +137,30 @@ def test_the_migrated_example_trains_on_the_emulated_device_with_no_hand_edits(t
 
 
 @pytest.mark.slow
+def test_emulate_runs_the_migrated_example_as_one_torchrun_process(tmp_path):
+    # As the README shows it: rewrite, then `neuron-migrate emulate train.py`, no torchrun in front. The
+    # migrated script starts the "neuron" process group from torchrun's variables; emulate sets them as
+    # `audit --run` does.
+    pytest.importorskip("torch")
+    project, env = _migrated_example(tmp_path)
+    args = ["-m", "neuron_migrate", "emulate", "train.py", "--epochs", "1", "--num-samples", "512"]
+    run = _run(args, cwd=project, env=env, timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    assert "epoch 1 eval accuracy" in run.stdout + run.stderr and "Traceback" not in run.stderr
+
+
+@pytest.mark.slow
+def test_emulate_on_the_legacy_example_says_to_rewrite_it_first(tmp_path):
+    pytest.importorskip("torch")
+    project = _copy_example(tmp_path)
+    run = _run(["-m", "neuron_migrate", "emulate", "train.py"], cwd=project, env=_env(ROOT), timeout=300)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-3000:]
+    (line,) = [line for line in run.stderr.splitlines() if line.startswith("neuron-migrate emulate:")]
+    assert line.startswith("neuron-migrate emulate: train.py:") and "imports torch_xla" in line
+    assert "neuron-migrate rewrite train.py" in line
+
+
+@pytest.mark.slow
 def test_verify_finds_the_migrated_example_computing_what_the_legacy_one_computed(tmp_path):
     # The third step of a migration, as the README shows it: rewrite, review, verify. The legacy side runs
     # against the torch_xla double, the rewrite on the emulated device; float32 training agrees step by step.
@@ -150,3 +174,12 @@ def test_verify_finds_the_migrated_example_computing_what_the_legacy_one_compute
     assert run.returncode == 0, run.stdout + run.stderr
     assert "verify: equal: 5 steps" in run.stdout
     assert not any(EXAMPLE.glob("checkpoints")), "the legacy example folder stays as shipped"
+
+
+def test_emulate_knows_every_legacy_module_the_rules_know():
+    from neuron_migrate.analyzers.emulator.__main__ import _legacy_module
+    from neuron_migrate.rules import LEGACY_MODULES
+
+    assert all(_legacy_module(name) for name in LEGACY_MODULES)
+    assert all(_legacy_module(name) for name in ("torch_xla.core.xla_model", "optimum.neuron.trainers"))
+    assert not any(_legacy_module(name) for name in ("torch_xlab", "optimum", "torch_neuronx", "transformers"))

@@ -176,3 +176,15 @@ def test_keep_dual_stack_in_pyproject_keeps_the_xla_branch_in_the_run(tmp_path, 
     code = (tmp_path / "dev.py").read_text()
     assert 'torch.device("neuron")' in code and "import torch_neuronx" in code
     assert ("import torch_xla.core.xla_model as xm" in code) is keep
+
+
+def test_the_guide_lists_every_key():
+    import re
+
+    from conftest import ROOT
+    from neuron_migrate.config import KEYS
+
+    guide = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
+    block = guide.split("[tool.neuron-migrate]\n", 1)[1].split("```", 1)[0]
+    listed = re.findall(r"^([a-z-]+) = ", block, re.MULTILINE)
+    assert sorted(listed) == sorted(KEYS)

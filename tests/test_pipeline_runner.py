@@ -229,18 +229,19 @@ def test_unknown_mode_is_rejected(project):
 
 
 def test_the_pool_is_shut_down_and_waited_for_before_the_run_returns(tmp_path, monkeypatch):
-    # A pool still shutting down when the interpreter exits races with its own clean-up on
-    # Python 3.11 ("OSError: Bad file descriptor" at exit), so a run must leave no pool behind.
-    from concurrent.futures import ProcessPoolExecutor
+    # A pool still shutting down when the interpreter exits races with its own clean-up, so a run must
+    # leave no worker behind.
+    import multiprocessing
 
-    calls = []
-    real = ProcessPoolExecutor.shutdown
+    started = []
+    real = parallel._Pool._start
 
-    def recording(self, wait=True, *, cancel_futures=False):
-        calls.append(wait)
-        return real(self, wait=wait, cancel_futures=cancel_futures)
+    def recording(self):
+        worker = real(self)
+        started.append(worker.process)
+        return worker
 
-    monkeypatch.setattr(ProcessPoolExecutor, "shutdown", recording)
+    monkeypatch.setattr(parallel._Pool, "_start", recording)
     monkeypatch.setattr(parallel, "POOL_PAYS_SECONDS", 0.0)
     for i in range(6):
         (tmp_path / f"train{i}.py").write_text(LEGACY)
@@ -248,7 +249,9 @@ def test_the_pool_is_shut_down_and_waited_for_before_the_run_returns(tmp_path, m
 
     run([tmp_path], load_config([tmp_path], jobs=2, cache=False), mode="check")
     audit.audit([tmp_path], load_config([tmp_path], jobs=2, cache=False))
-    assert calls and all(calls), calls
+    assert len(started) == 6  # two workers for the rewrite, for the audit's hazard scan and its legacy pass
+    assert all(process.exitcode == 0 for process in started)  # each asked to stop, and waited for
+    assert not multiprocessing.active_children()
 
 
 def test_a_run_without_diffs_computes_none_and_its_cache_entries_do_not_serve_one(project, monkeypatch):
@@ -281,12 +284,10 @@ def test_a_pool_starts_only_when_the_estimated_work_pays_for_it():
 
 
 def test_a_run_of_a_few_small_files_stays_in_this_process(tmp_path, monkeypatch):
-    from concurrent.futures import ProcessPoolExecutor
-
     def refuse(*args, **kwargs):
         raise AssertionError("a pool was started")
 
-    monkeypatch.setattr(ProcessPoolExecutor, "__init__", refuse)
+    monkeypatch.setattr(parallel._Pool, "__init__", refuse)
     for i in range(6):
         (tmp_path / f"train{i}.py").write_text(LEGACY)
     report = run([tmp_path], load_config([tmp_path], jobs=2, cache=False), mode="check")

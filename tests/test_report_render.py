@@ -119,7 +119,7 @@ def sample_report() -> Report:
         FileResult("notebooks/explore.ipynb", UNCHANGED, [cell]),
         FileResult("broken.py", FAILED, error="broken.py:3:9: invalid syntax"),
         FileResult("clean.py", UNCHANGED),
-        FileResult("vendor/lib.py", SKIPPED, error="excluded by config"),
+        FileResult("vendor/lib.py", SKIPPED, error="excluded by the configuration"),
     ]
     rules = {rule_id: dict(CATALOG[rule_id]) for rule_id in ("NM100", "NM110", "NM130")}
     return Report(tool_version="0.1.0", command="rewrite", mode="check", files=files, rules=rules, duration_seconds=1.23456)

@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 from test_report_render import CATALOG, EVIL_PATH, empty_report, sample_report
 
-from neuron_migrate.report.model import CHANGED, ERROR, SAFE, FileResult, Finding, Report, Span
+from neuron_migrate.report.model import CHANGED, ERROR, SAFE, SKIPPED, FileResult, Finding, Report, Span
 from neuron_migrate.report.render import render
 from neuron_migrate.report.sarif import artifact_location, identifier
 
@@ -262,3 +262,12 @@ def test_no_two_results_share_a_fingerprint():
                                   before=copy.before))
     prints = [r["partialFingerprints"]["neuronMigrate/v1"] for r in sarif(report)["runs"][0]["results"]]
     assert len(prints) == len(set(prints))
+
+
+def test_a_file_skipped_for_a_reason_of_its_own_is_a_warning_notification():
+    report = sample_report()
+    report.files.append(FileResult("gen/table.py", SKIPPED, error="2.1 MB of code, over the per-file size limit of 1 MB"))
+    notes = sarif(report)["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert [(n["level"], n["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]) for n in notes] == [
+        ("error", "broken.py"), ("warning", "gen/table.py")]  # vendor/lib.py, excluded by the configuration: none
+    assert "gen/table.py: skipped: 2.1 MB of code, over the per-file size limit of 1 MB" in notes[1]["message"]["text"]

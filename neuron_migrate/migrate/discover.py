@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from neuron_migrate.report.model import EXCLUDED
+
 if TYPE_CHECKING:
     from neuron_migrate.config import Config
 
@@ -118,7 +120,7 @@ def discover(paths: Sequence[Path | str], config: Config) -> Discovery:
             out.errors.append(Skipped(path, "no such file or folder"))
         elif excludes and excludes.matches(_relative(path, root), os.path.isdir(path)):
             if not os.path.isdir(path):
-                out.skipped.append(Skipped(path, "excluded by the configuration"))
+                out.skipped.append(Skipped(path, EXCLUDED))
         elif os.path.isdir(path):
             found.extend(_walk(path, root, excludes, out))
         else:

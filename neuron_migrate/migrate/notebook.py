@@ -37,7 +37,7 @@ from json.decoder import scanstring
 from typing import TYPE_CHECKING
 
 from neuron_migrate.migrate.discover import REQUIREMENTS, kind_of
-from neuron_migrate.migrate.sources import InternalError, Outcome, SourceError, guarded
+from neuron_migrate.migrate.sources import NUL_MESSAGE, InternalError, Outcome, SourceError, guarded, nul_place
 from neuron_migrate.migrate.write import split_lines, unified_diff
 from neuron_migrate.report.model import CHANGED, MANUAL, UNCHANGED, Finding, Span
 from neuron_migrate.ruleapi import rule_with_role
@@ -587,6 +587,9 @@ def migrate_notebook(notebook: Notebook, path: str, plan: RulePlan, no_comments:
 
 
 def _syntax_problem(text: str) -> tuple[int, int, str] | None:
+    place = nul_place(text)  # Python's own message would have no place
+    if place is not None:
+        return *place, NUL_MESSAGE
     try:
         ast.parse(text)
     except SyntaxError as exc:

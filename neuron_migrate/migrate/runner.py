@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from neuron_migrate import __version__
-from neuron_migrate.config import Config
+from neuron_migrate.config import Config, size_text
 from neuron_migrate.migrate import parallel
 from neuron_migrate.migrate.cache import Cache, PlanSummary, related_sources
 from neuron_migrate.migrate.discover import SourceFile, discover
 from neuron_migrate.migrate.prefilter import KindPrefilter, words_by_file_kind
-from neuron_migrate.migrate.sources import ADAPTERS, Outcome
+from neuron_migrate.migrate.sources import ADAPTERS, Outcome, not_read_reason, wide_encoding
 from neuron_migrate.migrate.write import atomic_write, diffs_computed, unified_diff
 from neuron_migrate.report.model import CHANGED, FAILED, SKIPPED, FileResult, Report
 
@@ -77,19 +77,20 @@ def run(
     results = _Results(found.files, [display_path(s.path, cwd) for s in found.files], mode, cache, progress)
     results.diffs = diffs
     results.extra_ignores = PerFileIgnores(config)
+    results.max_size = config.max_file_size
+    results.write_read_only = config.write_read_only
 
     tasks = results.settle_cheaply(KindPrefilter(summary.triggers))
     if tasks:
         init_args = (tuple(config.select), tuple(config.ignore), config.no_comments, diffs, config.keep_dual_stack)
-        outcomes = parallel.map_in_order(process, tasks, config.workers, init_worker, init_args, engine_seconds)
+        outcomes = parallel.map_in_order(process, tasks, config.workers, init_worker, init_args, engine_seconds,
+                                         time_limit=config.max_file_seconds or None, lost=LostOutcome(config))
         try:
             # strict: after the last task the pool is asked for one more result, which lets it shut down
             # cleanly (a pool left running at exit races with the interpreter's own clean-up on 3.11).
             upcoming = [task.path for task in tasks[1:]] + [""]
             for task, outcome, following in zip(tasks, outcomes, upcoming, strict=True):
                 results.settle(task, outcome, following)
-        except parallel.WorkerDied:
-            results.fail_unsettled(tasks, "a worker process died while rewriting; rerun with --jobs 1 to see why")
         finally:
             # On an interrupt (or an error in a progress callback) this cancels the pending work now,
             # rather than when the generator happens to be collected after every file was processed.
@@ -123,6 +124,8 @@ class _Results:
         self.extra_ignores: Callable[[SourceFile], tuple[str, ...]] = lambda source: ()
         self.diffs = True  # whether outcomes carry their diff (a cached entry made without one cannot serve)
         self.warnings: list[str] = []
+        self.max_size = 0  # bytes of code a file may hold to go to the engine; 0: no limit
+        self.write_read_only = False
 
     def settle_cheaply(self, prefilter: KindPrefilter) -> list[Task]:
         """Settle every file a byte scan or the cache can; return the ones that need the engine."""
@@ -133,10 +136,18 @@ class _Results:
             except OSError as exc:
                 self._finish(index, FileResult(path, FAILED, error=f"{path}: cannot be read: {exc.strerror or exc}"))
                 continue
+            wide = wide_encoding(data)
+            if wide is not None:
+                self._finish(index, FileResult(path, SKIPPED, error=not_read_reason(wide)))
+                continue
             if b"neuron-migrate: ignore[" in data:
                 self.warnings.extend(_unknown_ignores(path, data))
             if not prefilter(source.kind, data):
                 self._finish(index, FileResult(path))
+                continue
+            size = code_size(source.kind, data) if self.max_size and len(data) > self.max_size else 0
+            if size > self.max_size:
+                self._finish(index, FileResult(path, SKIPPED, error=too_large(size, self.max_size)))
                 continue
             task = Task(index, path, source.kind, data, self.extra_ignores(source))
             if self.cache is not None:
@@ -155,11 +166,6 @@ class _Results:
         if self.cache is not None:
             self.cache.put(self.keys[task.index], outcome, with_diff=self.diffs)
         self._finish(task.index, self._apply(task, outcome, cached=False), following)
-
-    def fail_unsettled(self, tasks: list[Task], reason: str) -> None:
-        for task in tasks:
-            if self.results[task.index] is None:
-                self._finish(task.index, FileResult(task.path, FAILED, error=f"{task.path}: {reason}"))
 
     def files(self) -> list[FileResult]:
         return [r for r in self.results if r is not None]
@@ -180,12 +186,28 @@ class _Results:
         if self.mode == "diff" and task.kind == "notebook":
             result.patch = unified_diff(task.data.decode("utf-8"), outcome.output.decode("utf-8"), task.path)
         if self.mode == "write":
+            if not self.write_read_only and read_only(self.sources[task.index].real):
+                return FileResult(task.path, SKIPPED, error=READ_ONLY)
             try:
                 atomic_write(self.sources[task.index].real, outcome.output)
             except OSError as exc:
                 result.status = FAILED
                 result.error = f"{task.path}: cannot be written, left unchanged: {exc.strerror or exc}"
         return result
+
+
+READ_ONLY = ("read-only (no write permission): left unchanged, as ruff and black do; --write-read-only "
+             "(write-read-only = true in [tool.neuron-migrate]) rewrites it")
+
+
+def read_only(path: Path) -> bool:
+    """No write bit at all, or none this user has. The rewrite replaces a file through its folder (an atomic
+    rename), which would succeed anyway, even for root: the file's own permission is what the user set."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False  # the write reports it
+    return not mode & 0o222 or not os.access(path, os.W_OK)
 
 
 def _unknown_ignores(path: str, data: bytes) -> list[str]:
@@ -291,6 +313,39 @@ def init_worker(
     _run_args = (select, ignore, keep_dual_stack)
     _no_comments = no_comments
     _diffs = diffs
+
+
+class LostOutcome:
+    """The outcome of a file the run gave up on: past the time limit, or its worker died (never cached)."""
+
+    def __init__(self, config: Config) -> None:
+        self.seconds = config.max_file_seconds
+
+    def __call__(self, task: Task, why: str) -> Outcome:
+        if why == parallel.TIMED_OUT:
+            return Outcome(SKIPPED, error=f"took more than {self.seconds:g} s, the per-file time "
+                                          "limit (--max-file-seconds, or max-file-seconds in [tool.neuron-migrate])")
+        return Outcome(FAILED, error=f"{task.path}: a worker process died while rewriting this file (out of "
+                                     "memory?); file left unchanged; rerun with --jobs 1 to see why")
+
+
+def too_large(size: int, limit: int) -> str:
+    return (f"{size_text(size)} of code, over the per-file size limit of {size_text(limit)} "
+            "(--max-file-size, or max-file-size in [tool.neuron-migrate])")
+
+
+def code_size(kind: str, data: bytes) -> int:
+    """The bytes of code the engine would read: a notebook's code cells (its outputs, often images, are
+    never parsed), the whole file otherwise."""
+    if kind != "notebook":
+        return len(data)
+    import json
+
+    try:
+        cells = json.loads(data).get("cells", [])
+        return sum(len("".join(cell.get("source", "")).encode()) for cell in cells if cell.get("cell_type") == "code")
+    except (ValueError, AttributeError, TypeError):
+        return len(data)  # not a notebook the adapter can read either; it reports why
 
 
 def process(task: Task) -> Outcome:

@@ -43,16 +43,73 @@ class Outcome:
 
 def decode(data: bytes) -> Decoded:
     """A Python module's text, in the encoding its PEP 263 cookie or BOM names."""
+    _refuse_wide(data)
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
         raise SourceError(f"bad encoding declaration: {exc}") from None
     try:
         # No newline translation: "\r\n" and "\r" reach the parser, which keeps them.
-        return Decoded(data.decode(encoding), encoding)
+        return _no_nul(Decoded(data.decode(encoding), encoding))
     except UnicodeDecodeError as exc:
         hint = "add a coding declaration (e.g. `# -*- coding: latin-1 -*-`) or re-save the file as UTF-8"
         raise _undecodable(data, exc, encoding, hint) from None
+
+
+# ----- input that is not text this tool reads ----------------------------------------------------------
+# UTF-16 and UTF-32 files (Windows tools write them: PowerShell's `pip freeze > requirements.txt`) hold a NUL
+# byte in most characters, so the byte scan finds no legacy word in them and they would pass as clean.
+_WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
+              (b"\xfe\xff", "UTF-16"))
+_SAMPLE = 4096
+
+
+def wide_encoding(data: bytes) -> str | None:
+    """``"UTF-16 text (with a byte order mark)"`` or the like when ``data`` is UTF-16 or UTF-32, else None.
+    Without a BOM, the NUL bytes give it away: text in those encodings that is mostly ASCII (code is) has
+    them at fixed places in every two or four bytes."""
+    for bom, name in _WIDE_BOMS:
+        if data.startswith(bom):
+            return f"{name} text (with a byte order mark)"
+    sample = data[:_SAMPLE]
+    if b"\x00" not in sample or len(sample) < 4:
+        return None
+    for width, name in ((4, "UTF-32"), (2, "UTF-16")):
+        usable = len(sample) - len(sample) % width
+        shares = [sample[k:usable:width].count(0) / (usable // width) for k in range(width)]
+        if sum(share >= 0.9 for share in shares) == width - 1 and min(shares) <= 0.1:
+            return f"{name} text (without a byte order mark)"
+    return None
+
+
+def not_read_reason(encoding: str) -> str:
+    return f"{encoding}: not read; neuron-migrate reads UTF-8 (or what a coding comment names): re-save it as UTF-8"
+
+
+def _refuse_wide(data: bytes) -> None:
+    wide = wide_encoding(data)
+    if wide is not None:
+        raise SourceError(not_read_reason(wide))
+
+
+NUL_MESSAGE = "a NUL byte (\\x00), which source code cannot hold (a binary file, or one written only in part?)"
+
+
+def nul_place(text: str) -> tuple[int, int] | None:
+    """(line, column), both from 1, of the first NUL character of ``text``; None when it has none."""
+    at = text.find("\x00")
+    if at < 0:
+        return None
+    return text.count("\n", 0, at) + 1, at - (text.rfind("\n", 0, at) + 1) + 1
+
+
+def _no_nul(decoded: Decoded) -> Decoded:
+    """The decoded module, refused with the place of its first NUL: Python rejects such source wherever the NUL
+    is. (Shell scripts keep theirs: bash skips NUL bytes and runs the rest.)"""
+    place = nul_place(decoded.text)
+    if place is not None:
+        raise SourceError(f"{place[0]}:{place[1]}: {NUL_MESSAGE}")
+    return decoded
 
 
 _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
@@ -62,6 +119,7 @@ def decode_text(data: bytes, cookie: bool = False) -> Decoded:
     """The text of a shell script, Dockerfile or dependency file: UTF-8 (a BOM is kept), or, when the
     format honours one (pip does for requirements files), the codec a coding comment in its first two
     lines names."""
+    _refuse_wide(data)
     encoding = UTF8_BOM if data.startswith(codecs.BOM_UTF8) else "utf-8"
     if cookie and encoding == "utf-8":
         for line in data.splitlines()[:2]:
@@ -190,6 +248,9 @@ def syntax_error(text: str, exc) -> str:
     LibCST rejects."""
     import ast
 
+    place = nul_place(text)
+    if place is not None:
+        return f"{place[0]}:{place[1]}: {NUL_MESSAGE}"
     try:
         ast.parse(text)
     except SyntaxError as py_exc:
@@ -205,8 +266,21 @@ def _describe(exc: BaseException) -> str:
     import traceback
 
     frames = traceback.extract_tb(exc.__traceback__)
-    where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    where = f" (at {_module_path(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
     return f"{type(exc).__name__}: {exc}{where}"
+
+
+def _module_path(filename: str) -> str:
+    """A file of the tool or a library as its package names it (``libcst/_nodes/base.py``): where it is
+    installed on this machine says nothing to the bug report it goes into."""
+    import os
+    import sys
+
+    roots = [os.path.abspath(entry) for entry in sys.path if entry]
+    below = [root for root in roots if filename.startswith(root.rstrip(os.sep) + os.sep)]
+    if not below:
+        return os.path.basename(filename)
+    return os.path.relpath(filename, max(below, key=len)).replace(os.sep, "/")
 
 
 def _keep_final_newline(original: str, code: str) -> str:

@@ -3,8 +3,8 @@
 A file is either left alone or replaced whole: the new content goes to a temporary file in the
 same folder (so the final rename cannot cross file systems), is flushed to disk, gets the old
 permission bits, and only then takes the old file's place with one ``os.replace``. An interrupt
-that arrives meanwhile is held until the file is settled, so Ctrl-C never leaves half a file or
-a stray temporary one.
+(Ctrl-C, SIGTERM) that arrives meanwhile is held until the file is settled, so it never leaves half
+a file or a stray temporary one.
 """
 
 from __future__ import annotations
@@ -234,9 +234,18 @@ def atomic_write(path: str | Path, data: bytes) -> None:
             raise
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, turned into an interrupt by the command line (a CI timeout, a runner stopping the job): it
+    takes the path of Ctrl-C, so the pool is stopped and every file is left untouched or fully written."""
+
+
+# The signals held while a file is replaced: Ctrl-C, and the polite stop a job runner sends before SIGKILL.
+DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 @contextlib.contextmanager
 def interrupts_deferred() -> Iterator[None]:
-    """Hold SIGINT for the duration of the block and deliver it afterwards.
+    """Hold SIGINT and SIGTERM for the duration of the block and deliver them afterwards.
 
     Signal handlers can only be changed from the main thread; elsewhere the block runs as is and
     the except clause of the caller still cleans up.
@@ -245,13 +254,24 @@ def interrupts_deferred() -> Iterator[None]:
         yield
         return
     received: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    previous = {signum: signal.signal(signum, lambda signum, frame: received.append(signum))
+                for signum in DEFERRED_SIGNALS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         if received:
-            if callable(previous):
-                previous(signal.SIGINT, None)
-            elif previous != signal.SIG_IGN:
-                raise KeyboardInterrupt
+            _deliver(received[0], previous[received[0]])
+
+
+def _deliver(signum: int, handler) -> None:
+    """What the signal would have done had it not been held."""
+    if callable(handler):
+        handler(signum, None)
+    elif handler == signal.SIG_IGN:
+        return
+    elif signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    else:
+        os.kill(os.getpid(), signum)  # the default action (ending the process), now that the file is whole

@@ -32,6 +32,9 @@ UNCHANGED = "unchanged"
 CHANGED = "changed"
 FAILED = "failed"
 SKIPPED = "skipped"
+# The reason of a file skipped because the configuration excludes it: the user asked for that, so the
+# terminal says nothing about it (pre-commit passes excluded files by name on every commit).
+EXCLUDED = "excluded by the configuration"
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from neuron_migrate.report.model import ERROR, FAILED, SAFE, WARNING, FileResult, Finding, Report
+from neuron_migrate.report.model import EXCLUDED, ERROR, FAILED, SAFE, SKIPPED, WARNING, FileResult, Finding, Report
 from neuron_migrate.report.render import is_web
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -226,9 +226,20 @@ def invocation(report: Report, base: Base) -> dict[str, Any]:
             "durationSeconds": round(report.duration_seconds, 3),
         },
     }
-    if failed:
-        data["toolExecutionNotifications"] = [failure(fr, base) for fr in failed]
+    # A file left out for a reason of its own (a size or time limit, read-only, not UTF-8) is worth a warning;
+    # one the configuration excludes is what the user asked for.
+    skipped = [fr for fr in report.files if fr.status == SKIPPED and fr.error and fr.error != EXCLUDED]
+    if failed or skipped:
+        data["toolExecutionNotifications"] = [failure(fr, base) for fr in failed] + [skip(fr, base) for fr in skipped]
     return data
+
+
+def skip(fr: FileResult, base: Base) -> dict[str, Any]:
+    return {
+        "level": "warning",
+        "message": {"text": f"{fr.path}: skipped: {fr.error} (file left untouched)"},
+        "locations": [{"physicalLocation": {"artifactLocation": base.location(fr.path)}}],
+    }
 
 
 def failure(fr: FileResult, base: Base) -> dict[str, Any]:

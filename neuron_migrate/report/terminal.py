@@ -14,7 +14,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, TextIO
 
-from neuron_migrate.report.model import FAILED, MANUAL, REVIEW, SAFE, Finding, Report
+from neuron_migrate.report.model import EXCLUDED, FAILED, MANUAL, REVIEW, SAFE, SKIPPED, Finding, Report
 
 # A progress bar is noise on a run that is over before a person can read it.
 PROGRESS_DELAY_SECONDS = 0.5
@@ -142,6 +142,8 @@ class Terminal:
         for fr in report.files:
             if fr.status == FAILED:
                 print(error_line(fr.path, fr.error), file=self.err)
+            elif fr.status == SKIPPED and fr.error and fr.error != EXCLUDED:
+                print(f"{fr.path}: skipped: {fr.error}", file=self.err)
         for warning in report.warnings:
             print(f"neuron-migrate: warning: {warning}", file=self.err)
 

@@ -1,7 +1,10 @@
 """``python -m neuron_migrate.analyzers.emulator [-m MODULE | SCRIPT] [ARGS...]``: run a program on the emulator.
 
 This is what ``neuron-migrate emulate`` starts (once, or once per rank under torchrun). The program runs as
-``python`` would run it: ``sys.argv``, ``__main__``, ``sys.path[0]`` and the exit status are the same.
+``python`` would run it: ``sys.argv``, ``__main__``, ``sys.path[0]`` and the exit status are the same. Started
+outside torchrun, it is the one process of a torchrun launch (as ``audit --run`` runs it), since migrated
+programs start their process group from what torchrun sets. A program that still imports a module of the
+legacy stack is told to go through ``neuron-migrate rewrite`` first.
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ from __future__ import annotations
 import os
 import runpy
 import sys
+
+from neuron_migrate.analyzers.launch import single_process_launch
 
 
 def main(argv: list[str]) -> None:
@@ -26,7 +31,18 @@ def main(argv: list[str]) -> None:
         print("neuron-migrate emulate: -m needs a module name", file=sys.stderr)
         raise SystemExit(2)
     try:
-        _run(argv)
+        with single_process_launch([]):
+            _run(argv)
+    except ModuleNotFoundError as exc:
+        legacy = _legacy_module(exc.name or "")
+        if legacy is None:
+            _finish(1, show_error=True)
+            raise
+        print(f"neuron-migrate emulate: {_importer(exc, argv)}imports {exc.name}, which only the legacy Neuron stack "
+              f"has: migrate the program first (neuron-migrate rewrite {_target(argv)}), then emulate it",
+              file=sys.stderr, flush=True)
+        _finish(2)
+        raise SystemExit(2) from None
     except SystemExit as exc:
         if exc.code in (None, 0):
             _warn_if_nothing_placed(tensors_placed(), NOTHING_PLACED)
@@ -63,6 +79,38 @@ def _finish(code, show_error: bool = False) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code or 0)
+
+
+# Modules only the legacy stack has (the packages of neuron_migrate.rules.LEGACY_MODULES, which the analyzers
+# may not import; a test keeps the two in step). torch_neuronx is TorchNeuron's package too, and the emulator
+# provides one: a part of it that cannot be found is one of its XLA-era parts.
+LEGACY_PACKAGES = ("torch_xla", "optimum.neuron", "neuronx_distributed", "libneuronxla", "torch_neuronx.")
+
+
+def _legacy_module(name: str) -> str | None:
+    return next((p for p in LEGACY_PACKAGES if name.startswith(p) and (name == p or p.endswith(".")
+                                                                         or name[len(p)] == ".")), None)
+
+
+def _importer(exc: BaseException, argv: list[str]) -> str:
+    """``utils.py:3: `` for the line of the program's own code that imported the module (the innermost frame
+    outside the import machinery), or nothing when there is none."""
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<")]
+    own = [f for f in frames if not f.filename.startswith(os.path.dirname(os.path.dirname(__file__)))
+           and "runpy" not in os.path.basename(f.filename)]
+    if not own:
+        return ""
+    frame = own[-1]
+    name = os.path.relpath(frame.filename) if not os.path.relpath(frame.filename).startswith("..") else frame.filename
+    return f"{name}:{frame.lineno}: "
+
+
+def _target(argv: list[str]) -> str:
+    if argv[0] == "-m":
+        return "."
+    return argv[0]
 
 
 def _run(argv: list[str]) -> None:

@@ -8,18 +8,17 @@ torch-neuronx, its record of ops that fell back to the CPU becomes NA506 finding
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import os
 import runpy
 import shlex
-import socket
 import sys
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from neuron_migrate.analyzers.launch import single_process_launch
 from neuron_migrate.analyzers.runtime.lines import Attribution
 from neuron_migrate.analyzers.runtime.session import Summary, Watch
 from neuron_migrate.report.model import Finding, Report
@@ -71,7 +70,7 @@ def analyze_script(target: str, args: Sequence[str] = (), *, module: bool = Fals
         watcher = Watch(steps, user_roots=roots, default_location=default)
         watcher.emulated = emulated
         watcher.device_run = real is not None
-        with watcher, _single_process_launch(notes):
+        with watcher, single_process_launch(notes):
             exit_code, watcher.failure = _run(target, list(args), module, notes)
         if emulated and not emulator.tensors_placed():
             notes.append(emulator.NOTHING_PLACED)
@@ -105,32 +104,6 @@ def _entry(target: str, module: bool) -> tuple[Path | None, Path | None]:
     else:
         root = entry.parent if entry is not None else None
     return entry, root
-
-
-# What torchrun sets for each process; a migrated script reads them (init_process_group("neuron"), LOCAL_RANK).
-_TORCHRUN_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
-
-
-@contextlib.contextmanager
-def _single_process_launch(notes: list[str]):
-    """Migrated scripts are launched with torchrun. Run in this process, one outside torchrun gets
-    the environment of a one-process torchrun launch (when none of it is set), and everything is put
-    back afterwards."""
-    if any(name in os.environ for name in _TORCHRUN_ENV):
-        yield
-        return
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    values = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1",
-              "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}  # fmt: skip
-    os.environ.update(values)
-    notes.append("ran as one torchrun process (RANK=0, WORLD_SIZE=1): launch under torchrun for more")
-    try:
-        yield
-    finally:
-        for name in values:
-            os.environ.pop(name, None)
 
 
 def _run(target: str, args: list[str], module: bool, notes: list[str]):
