@@ -120,6 +120,35 @@ def test_gradients_no_longer_averaged_over_two_ranks_are_found_with_the_edit_tha
     assert f"migrated/sharded_loop.py:{marker}: NM113 gradients averaged by hand" in run.stdout
 
 
+@pytest.mark.slow
+def test_migrated_ranks_that_part_are_found_when_the_legacy_ranks_ran_alone(project):
+    # As torch_xla on the CPU does: each legacy rank steps on its own gradients. Compared rank with rank the
+    # two sides agree; only the migrated ranks against each other show the averaging that was dropped.
+    _edit(project / "legacy" / "sharded_loop.py", "xm.optimizer_step(optimizer)", "optimizer.step()")
+    migrated = project / "migrated" / "sharded_loop.py"
+    _edit(migrated, "        _average_gradients(optimizer)\n", "")
+
+    run = _verify(project, "sharded_loop.py", "--steps", "3", "--nproc", "2", "--format", "json")
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    result = json.loads(run.stdout)
+    divergence = result["divergence"]
+    assert (divergence["what"], divergence["step"]) == ("ranks", 0)
+    assert divergence["legacy"].startswith("rank 0: ") and divergence["migrated"].startswith("rank 1: ")
+    assert "the migrated ranks do not average their gradients" in divergence["cause"]
+    assert "DistributedDataParallel" in divergence["fix"]
+    assert any("the legacy ranks part from each other as well" in note for note in result["notes"])
+
+
+@pytest.mark.slow
+def test_migrated_ranks_that_average_their_gradients_agree_with_each_other(project):
+    run = _verify(project, "sharded_loop.py", "--steps", "3", "--nproc", "2", "--format", "json")
+
+    assert run.returncode == 0, run.stdout
+    notes = json.loads(run.stdout)["notes"]
+    assert any("the 2 migrated ranks were compared with each other: they agree" in note for note in notes)
+
+
 def test_a_migrated_program_whose_device_helper_fell_back_to_the_cpu_is_not_vouched_for(tmp_path):
     _rewritten(tmp_path, "device_helper_loop.py")
     migrated = tmp_path / "migrated" / "device_helper_loop.py"

@@ -323,6 +323,20 @@ def test_legacy_ranks_that_all_read_the_same_batch_did_not_see_each_other():
     assert not causes.ranks_alone([rank(10.0), rank(12.0)], [rank(10.0), rank(12.0)])
 
 
+def test_migrated_ranks_that_start_alike_and_part_after_a_step_did_not_average():
+    averaged = {0: training_record(world=2), 1: training_record(world=2)}
+    alone = {0: training_record(world=2), 1: changed(training_record(world=2), "params", 1, set_norm(0.5), "after")}
+    sharded = {0: training_record(world=2), 1: changed(alone[1], "params", 0, set_norm(0.3), "before")}
+
+    assert causes.unaveraged_ranks(averaged, 1e-5) is None
+    assert causes.unaveraged_ranks({0: training_record()}, 1e-5) is None, "one rank has nothing to agree with"
+    assert causes.unaveraged_ranks(sharded, 1e-5) is None, "ranks that start apart hold shards"
+    found = causes.unaveraged_ranks(alone, 1e-5)
+    assert (found.what, found.step, found.tensor) == ("ranks", 1, "w")
+    assert found.legacy.startswith("rank 0: ") and found.migrated.startswith("rank 1: ")
+    assert "do not average their gradients" in found.cause and "step 1 (rank 1 against rank 0)" in found.cause
+
+
 def _finished(name, returncode, stderr="", stdout="", nproc=1):
     from pathlib import Path
 

@@ -71,7 +71,8 @@ class Edit:
 @dataclass
 class Divergence:
     step: int
-    what: str  # "batch", "output", "loss", "gradient", "parameter", "initial parameter", "count", "device"
+    what: str  # "batch", "output", "loss", "gradient", "parameter", "initial parameter", "count", "device",
+    # "ranks": the migrated ranks part from each other (legacy and migrated then hold rank 0's and the other's)
     tensor: str  # the tensor's name, or what was compared
     legacy: str
     migrated: str

@@ -38,6 +38,9 @@ def verdict(result: Verification) -> str:
                 f"within rtol {result.rtol:g}")
     if result.outcome == DIFFERENT and result.divergence and result.divergence.what == "device":
         return "verify: different: the migrated program ran on the CPU, not on the neuron device"
+    if result.outcome == DIFFERENT and result.divergence and result.divergence.what == "ranks":
+        return (f"verify: different: the migrated ranks part from each other after step {result.divergence.step}: "
+                "they do not average their gradients")
     if result.outcome == DIFFERENT:
         d = result.divergence
         where = f"step {d.step}, {_subject(d)}" if d else "see above"
@@ -131,6 +134,9 @@ MODEL_WIDE = ("parameter", "gradient", "initial parameter")  # compared over the
 def headline(d: Divergence) -> str:
     if d.what == "device":
         return f"the migrated program computed on {d.migrated}, not on the neuron device"
+    if d.what == "ranks":
+        size = f", relative difference {d.difference:.2e} over all parameters" if d.difference is not None else ""
+        return f"step {d.step}, parameter {d.tensor}: migrated {d.legacy}, {d.migrated}{size}"
     size = f", relative difference {d.difference:.2e}" if d.difference is not None else ""
     if d.difference is not None and d.what in MODEL_WIDE:
         size += f" over all {d.what}s (this one differs most)"

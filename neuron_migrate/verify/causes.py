@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from neuron_migrate.report.verification import Divergence, Edit
-from neuron_migrate.verify.compare import Mismatch
+from neuron_migrate.verify.compare import Mismatch, compare_tensors
 from neuron_migrate.verify.records import Record
 
 DEVICE = "neuron"
@@ -340,3 +340,45 @@ def _device_call(call: ast.Call) -> bool:
     func = call.func
     name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
     return name == "device"
+
+
+UNAVERAGED = Cause(
+    "the migrated ranks do not average their gradients: they started from the same parameters and part after "
+    "step {step} (rank {other} against rank {first})",
+    "average the gradients over the ranks before optimizer.step(), as xm.optimizer_step did: wrap the model in "
+    "DistributedDataParallel (or all_reduce each gradient and divide it by the world size) after "
+    'dist.init_process_group("neuron")',
+    ("collectives",),
+)
+
+
+def unaveraged_ranks(migrated: dict[int, Record], rtol: float) -> Divergence | None:
+    """Data parallelism seen inside the migrated side alone: ranks that start from the same parameters and
+    hold different ones after a step did not average their gradients. This is what a legacy run on the CPU
+    cannot show (its ranks run alone). Ranks that start apart (a sharded or tensor-parallel model, another
+    seed per rank) are not compared."""
+    if len(migrated) < 2:
+        return None
+    ranks = sorted(migrated)
+    keyed = {rank: migrated[rank].keyed() for rank in ranks}
+    first = keyed[ranks[0]]
+    starts = sorted(key for key in first if key[0] == "params-before")
+    if not starts or not all(_agree(first, keyed[rank], starts[0], rtol) is None for rank in ranks[1:]):
+        return None
+    for key in sorted((key for key in first if key[0] == "params-after"), key=lambda key: (key[1], key[2])):
+        for rank in ranks[1:]:
+            mismatch = _agree(first, keyed[rank], key, rtol)
+            if mismatch is not None:
+                text = UNAVERAGED.text.format(step=key[1], other=rank, first=ranks[0])
+                return Divergence(key[1], "ranks", mismatch.tensor, f"rank {ranks[0]}: {mismatch.legacy}",
+                                  f"rank {rank}: {mismatch.migrated}", mismatch.difference, cause=text,
+                                  fix=UNAVERAGED.fix)
+    return None
+
+
+def _agree(ours: dict, theirs: dict, key, rtol: float) -> Mismatch | None:
+    """The mismatch of one keyed parameter event between two ranks (None when they agree or one lacks it)."""
+    if key not in ours or key not in theirs:
+        return None
+    _, mismatch = compare_tensors(ours[key].get("tensors", []), theirs[key].get("tensors", []), rtol, key)
+    return mismatch

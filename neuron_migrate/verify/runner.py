@@ -143,8 +143,35 @@ def _result(finished: list[Finished], legacy: Path, migrated: Path, options: Opt
                                "no batch")
         return result
     _add_notes(result, records)
+    _check_ranks(result, records)
     _check_device(result, records[1], finished[1].side, migrated)
     return result
+
+
+def _check_ranks(result: Verification, records: list[dict[int, Record]]) -> None:
+    """Migrated ranks that start alike and part after a step did not average their gradients. It decides when
+    the sides agreed, or parted no earlier: a legacy run whose ranks ran alone (torch_xla's CPU device) parts
+    the same way and cannot show it."""
+    ours, theirs = records
+    if len(theirs) < 2:
+        return
+    divergence = causes.unaveraged_ranks(theirs, result.rtol)
+    if divergence is None:
+        result.notes.append(f"the {len(theirs)} migrated ranks were compared with each other: they agree after "
+                            "every step, or start apart (a sharded model) and are not compared")
+        return
+    if result.divergence is not None and result.divergence.step <= divergence.step:
+        result.notes.append(f"the migrated ranks also part from each other after step {divergence.step}: "
+                            "they do not average their gradients")
+        return
+    if result.divergence is not None:
+        result.notes.append(f"the values parted from the legacy side too, first at step {result.divergence.step} "
+                            f"({result.divergence.what})")
+    if len(ours) > 1 and causes.unaveraged_ranks(ours, result.rtol) is not None:
+        result.notes.append("the legacy ranks part from each other as well: on torch_xla's CPU device each rank "
+                            "ran alone, so the legacy side cannot show whether the program averaged gradients; "
+                            "on the device xm.optimizer_step (or its all_reduce) averaged them")
+    result.outcome, result.divergence = DIFFERENT, divergence
 
 
 def _check_device(result: Verification, migrated: dict[int, Record], side: Side, target: Path) -> None:
