@@ -82,7 +82,7 @@ def test_the_rewritten_loop_computes_what_the_legacy_loop_computed(project):
     assert "verify: equal: 4 steps" in run.stdout
     assert "migrated: migrated/sharded_loop.py on neuron (emulated on CPU)" in run.stdout
     data = json.loads((project / "out.json").read_text(encoding="utf-8"))
-    schema = json.loads((ROOT / "docs" / "verify.schema.json").read_text(encoding="utf-8"))
+    schema = json.loads((ROOT / "neuron_migrate" / "report" / "verification.schema.json").read_text(encoding="utf-8"))
     jsonschema.validate(data, schema)
     assert data["outcome"] == "equal" and len(data["rows"]) == 4
     assert data["legacy"]["stopped"] and data["migrated"]["stopped"]

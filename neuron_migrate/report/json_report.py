@@ -1,8 +1,7 @@
 """The machine-readable report: ``Report.to_dict()`` as described by ``schema.json``.
 
-The schema ships inside the package (``neuron_migrate/report/schema.json``) and, byte for byte, as
-``docs/report.schema.json``. Keys are sorted and indentation fixed, so two runs over the same tree give
-the same bytes apart from ``duration_seconds``.
+The schema ships inside the package (``neuron_migrate/report/schema.json``), its one copy. Keys are sorted
+and indentation fixed, so two runs over the same tree give the same bytes apart from ``duration_seconds``.
 """
 
 from __future__ import annotations
