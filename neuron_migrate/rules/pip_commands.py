@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from neuron_migrate.migrate.shell import WORD, Command, ShellEdits, ShellScript
-from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, RuleMeta, all_rules, marker_comment
+from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, RuleMeta, all_rules, marker_comment, rule_with_role
 from neuron_migrate.rules.requirements import (
     INDEX_MARKER,
     PACKAGES,
@@ -29,7 +29,6 @@ from neuron_migrate.rules.requirements import (
     plan_change,
 )
 
-INDEX_RULE = "NM537"
 PIP = re.compile(r"pip(?:\d+(?:\.\d+)?)?")
 PYTHON = re.compile(r"python(?:\d+(?:\.\d+)?)?")
 # pip install options that take the next word as their value (unless written --option=value).
@@ -107,8 +106,13 @@ def _arguments(command: Command, first: int) -> _Install:
     return install
 
 
+def _index_rule() -> str:
+    """The id of the rule that keeps a line pointing pip at the Neuron repository (its role, not its id)."""
+    return rule_with_role("neuron-index").meta.id
+
+
 def _rule_metas() -> dict[str, RuleMeta]:
-    ids = {package.rule for package in PACKAGES.values()} | {INDEX_RULE}
+    ids = {package.rule for package in PACKAGES.values()} | {_index_rule()}
     return {rule.meta.id: rule.meta for rule in all_rules() if rule.meta.id in ids}
 
 
@@ -150,10 +154,11 @@ def _migrate_install(command: Command, first: int, ctx: ShellEdits, metas: dict[
         return
     if not (kept or install.other):
         _delete_install(ctx, command)
-    if neuron_index and INDEX_RULE in metas and not ctx.suppressed(INDEX_RULE, (command.start, command.end)):
-        meta = metas[INDEX_RULE]
+    index_rule = _index_rule()
+    if neuron_index and index_rule in metas and not ctx.suppressed(index_rule, (command.start, command.end)):
+        meta = metas[index_rule]
         ctx.record(meta, command.start, command.end, meta.title, REVIEW, applied=True, fix=INDEX_MARKER)
-        ctx.mark(command.start, marker_comment(INDEX_RULE, REVIEW, INDEX_MARKER))
+        ctx.mark(command.start, marker_comment(index_rule, REVIEW, INDEX_MARKER))
 
 
 def _delete_install(ctx: ShellEdits, command: Command) -> None:
