@@ -242,7 +242,8 @@ def rewrite(
 
     shown = ", ".join(str(path) for path, _ in reports) or None
     if statistics or output_format is OutputFormat.github:
-        _print_findings_as(result, "statistics" if statistics else "github", rules, terminal, sys.stderr if diff else sys.stdout)
+        _print_findings_as(result, "statistics" if statistics else "github", rules, terminal,
+                           sys.stderr if diff else sys.stdout, full_report=shown)
     else:
         terminal.show(result, shown)
     raise typer.Exit(result.exit_code())
@@ -265,12 +266,12 @@ class FailOn(str, Enum):
     never = "never"
 
 
-def _print_findings_as(report, fmt: str, rules, terminal, stream) -> None:
+def _print_findings_as(report, fmt: str, rules, terminal, stream, full_report: str | None = None) -> None:
     from neuron_migrate.report.render import render
     from neuron_migrate.report.terminal import summary_line
 
     terminal.errors(report)
-    stream.write(render(report, fmt, rules=rules))
+    stream.write(render(report, fmt, rules=rules, **({"full_report": full_report} if fmt == "github" else {})))
     print(summary_line(report), file=sys.stderr if fmt == "github" else stream)
     stream.flush()
 
