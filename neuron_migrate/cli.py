@@ -309,7 +309,8 @@ def audit(
     paths: Annotated[
         Optional[list[str]],
         typer.Argument(
-            help="Files or folders to audit; with --run, the arguments for the script (put them after --).",
+            help="Files or folders to audit (default: the current folder); with --run, the arguments for the "
+                 "script (put them after --).",
             show_default=False,
         ),
     ] = None,
@@ -360,6 +361,8 @@ def audit(
     from neuron_migrate.config import ConfigError, load_config
     from neuron_migrate.report.terminal import Terminal
 
+    if update_baseline and baseline is None:
+        raise _fail("--update-baseline needs --baseline FILE")
     runtime = run_script is not None or run_module is not None
     output_format = AuditFormat.statistics if statistics else output_format
     args = list(paths or [])
@@ -371,8 +374,7 @@ def audit(
         raise _fail(f"--run: no such script: {run_script}")
     targets = [run_script] if run_script is not None else []
     if not runtime:
-        if not args:
-            raise _fail("audit needs PATH... to scan, or --run SCRIPT")
+        args = args or ["."]  # as rewrite: no path means the current folder
         missing = [a for a in args if not Path(a).exists()]
         if missing:
             raise _fail(f"no such file or folder: {', '.join(missing)}")

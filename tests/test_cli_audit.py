@@ -150,7 +150,20 @@ def test_select_and_ignore_take_audit_ids(cli):
 
 def test_missing_path_is_a_usage_error(cli):
     assert cli("nope.py").exit_code == 2
-    assert cli().exit_code == 2
+
+
+def test_no_path_audits_the_current_folder_as_rewrite_does(cli):
+    write("train.py", HAZARD)
+    result = cli("--format", "json")
+    assert result.exit_code == 1, result.output
+    assert [fr["path"] for fr in json.loads(result.stdout)["files"]] == ["train.py"]
+
+
+def test_update_baseline_without_a_baseline_is_a_usage_error(cli):
+    write("train.py", HAZARD)
+    result = cli("train.py", "--update-baseline")
+    assert result.exit_code == 2
+    assert result.output == "neuron-migrate: error: --update-baseline needs --baseline FILE\n"
 
 
 RUNTIME = Path(__file__).resolve().parents[1] / "fixtures" / "runtime"
