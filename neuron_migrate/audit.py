@@ -72,7 +72,7 @@ def audit(paths: Sequence[Path | str], config: Config, progress=None) -> Report:
         files[display_path(skipped.path, cwd)] = FileResult(display_path(skipped.path, cwd), SKIPPED, error=skipped.reason)
     for error in found.errors:
         path = display_path(error.path, cwd)
-        files[path] = FileResult(path, FAILED, error=f"{path}: {error.reason}")
+        files[path] = FileResult(path, FAILED, error=error.reason)
 
     report = Report(tool_version=__version__, command=COMMAND, mode="static", warnings=legacy.warnings)
     report.files = sorted(files.values(), key=lambda r: r.path)
@@ -114,11 +114,11 @@ def scan_file(task: HazardTask) -> ScanOutcome:
             return _scan_notebook(data, task.path)
         source = data.decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
-        return ScanOutcome([], f"{task.path}: cannot be read: {exc}")
+        return ScanOutcome([], f"cannot be read: {exc}")
     try:
         return ScanOutcome(scan_source(source, task.path))
     except SyntaxError as exc:
-        return ScanOutcome([], f"{task.path}:{exc.lineno}:{(exc.offset or 0)}: does not parse: {exc.msg}")
+        return ScanOutcome([], f"{exc.lineno}:{(exc.offset or 0)}: does not parse: {exc.msg}")
 
 
 def _scan_notebook(data: bytes, path: str) -> ScanOutcome:

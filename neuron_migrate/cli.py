@@ -292,7 +292,9 @@ def _rewrite_stdin(name: str, select, ignore, no_comments: bool, keep_dual_stack
         typer.echo(f"{name}:{finding.span.line}:{finding.span.column}: {finding.rule} [{finding.safety}] "
                    f"{finding.message}", err=True)
     if outcome.status == FAILED:
-        typer.echo(f"neuron-migrate: error: {outcome.error}", err=True)
+        from neuron_migrate.report.terminal import error_line
+
+        typer.echo(error_line(name, outcome.error), err=True)
         sys.stdout.buffer.write(data if not (diff or check) else b"")
         return USAGE_ERROR
     changed = outcome.status == CHANGED

@@ -637,3 +637,22 @@ def test_diffs_are_computed_only_for_output_that_shows_them(cli, project, monkey
     result = cli("rewrite", "--no-cache", *args, project)
     assert result.exit_code == 1, result.output
     assert bool(aligned) == diffs
+
+
+@pytest.mark.parametrize("command", ["rewrite", "audit"])
+def test_a_failure_names_its_file_once_in_every_output(cli, project, command):
+    (project / "broken.py").write_text("import torch_xla\ndef f(:\n", encoding="utf-8")
+    outputs = []
+    if command == "rewrite":
+        reports = [project / f"out.{ext}" for ext in ("md", "html", "sarif", "json")]
+        result = cli("rewrite", "--check", *[arg for path in reports for arg in ("--report", path)], ".")
+        outputs += [result.output, *(path.read_text(encoding="utf-8") for path in reports)]
+        outputs.append(cli("rewrite", "--check", "--output-format", "github", ".").output)
+    else:
+        outputs += [cli("audit", ".", "--format", fmt).output for fmt in ("table", "md", "html", "sarif", "json")]
+        outputs.append(cli("audit", ".", "--format", "github").stdout)
+    for text in outputs:
+        told = [line for line in text.splitlines() if "syntax error" in line or "does not parse" in line]
+        assert told, text
+        assert all(line.count("broken.py") <= 1 for line in told), told
+    assert "::error file=broken.py,line=2,col=" in outputs[-1]

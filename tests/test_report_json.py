@@ -104,7 +104,7 @@ def test_content():
     }
     files = {f["path"]: f for f in data["files"]}
     assert files["broken.py"]["status"] == "failed"
-    assert files["broken.py"]["error"] == "broken.py:3:9: invalid syntax"
+    assert files["broken.py"]["error"] == "3:9: invalid syntax"
     cell = files["notebooks/explore.ipynb"]["findings"][0]
     assert (cell["cell"], cell["span"]["line"], cell["rule"]) == (3, 2, "NM100")
     train = files["train.py"]["findings"]

@@ -100,7 +100,7 @@ def run(
         files.append(FileResult(display_path(skipped.path, cwd), SKIPPED, error=skipped.reason))
     for error in found.errors:
         path = display_path(error.path, cwd)
-        files.append(FileResult(path, FAILED, error=f"{path}: {error.reason}"))
+        files.append(FileResult(path, FAILED, error=error.reason))
     report = Report(tool_version=__version__, command=COMMAND, mode=mode, rules=summary.rules)
     report.files = sorted(files, key=lambda r: r.path)
     report.warnings = results.warnings
@@ -131,7 +131,7 @@ class _Results:
             try:
                 data = _read(source)
             except OSError as exc:
-                self._finish(index, FileResult(path, FAILED, error=f"{path}: cannot be read: {exc.strerror or exc}"))
+                self._finish(index, FileResult(path, FAILED, error=f"cannot be read: {exc.strerror or exc}"))
                 continue
             if b"neuron-migrate: ignore[" in data:
                 self.warnings.extend(_unknown_ignores(path, data))
@@ -159,7 +159,7 @@ class _Results:
     def fail_unsettled(self, tasks: list[Task], reason: str) -> None:
         for task in tasks:
             if self.results[task.index] is None:
-                self._finish(task.index, FileResult(task.path, FAILED, error=f"{task.path}: {reason}"))
+                self._finish(task.index, FileResult(task.path, FAILED, error=reason))
 
     def files(self) -> list[FileResult]:
         return [r for r in self.results if r is not None]
@@ -184,7 +184,7 @@ class _Results:
                 atomic_write(self.sources[task.index].real, outcome.output)
             except OSError as exc:
                 result.status = FAILED
-                result.error = f"{task.path}: cannot be written, left unchanged: {exc.strerror or exc}"
+                result.error = f"cannot be written, left unchanged: {exc.strerror or exc}"
         return result
 
 

@@ -12,6 +12,7 @@ could not be processed, then the work left to a human, then edits to review, the
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,8 @@ LEVELS = {ERROR: "error", WARNING: "warning", INFO: "notice"}
 # GitHub's documented limits for annotations made by workflow commands: 10 errors, 10 warnings and 10 notices
 # per step, 50 per job. Three levels of 10 stay inside the job's 50 with room for other steps.
 PER_LEVEL = 10
+
+POSITION = re.compile(r"(?P<line>\d+):(?P<col>\d+):\s*")
 
 LEVEL_ORDER = {"error": 0, "warning": 1, "notice": 2}
 SAFETY_ORDER = {MANUAL: 0, REVIEW: 1}  # safe (and anything else) last
@@ -49,9 +52,8 @@ def render(report: Report, rules: dict[str, dict[str, Any]], full_report: str | 
 
 
 def annotations(report: Report, rules: dict[str, dict[str, Any]], audit: bool) -> list[Annotation]:
-    out = [Annotation("error", (-1, r.path), f"::error file={_property(r.path)},title=neuron-migrate::"
-                                             f"{_message(r.error)}")
-           for r in report.files if r.error and r.status == FAILED]
+    out = [Annotation("error", (-1, r.path), failure(r.path, r.error)) for r in report.files
+           if r.error and r.status == FAILED]
     for f in report.findings:
         if f.suppressed:
             continue
@@ -90,6 +92,16 @@ def closing_notice(left_out: dict[str, int], full_report: str | None, audit: boo
     text = (f"{total} findings left out of these annotations ({kinds}): GitHub shows {PER_LEVEL} of each level "
             f"per step, so only the most important are above; {where}")
     return f"::notice title=neuron-migrate::{_message(text)}"
+
+
+def failure(path: str, error: str) -> str:
+    """A file that could not be processed, on the line its error names when it names one."""
+    where = f"file={_property(path)}"
+    match = POSITION.match(error)
+    if match:
+        where += f",line={match['line']},col={match['col']}"
+        error = error[match.end():]
+    return f"::error {where},title=neuron-migrate::{_message(error)}"
 
 
 def annotation(finding: Finding, title: str, audit: bool = False) -> str:
