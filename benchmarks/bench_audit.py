@@ -15,6 +15,7 @@ audit more than 1.5x the warm ``rewrite --check``.
 from __future__ import annotations
 
 import argparse
+import compileall
 import shutil
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_rewrite import ROOT, _env, build_tree  # noqa: E402
+from bench_rewrite import ROOT, _env, copy_tree, corpus_folder, legacy_sources, stdlib_modules  # noqa: E402
 
 # A 100k-line repository audited in under a minute on two cores, cold.
 TARGET_SECONDS_PER_100K_LINES = 60.0
@@ -48,21 +49,32 @@ def timed(tree: Path, cache: Path, jobs: int, what: str = "audit") -> float:
     return elapsed
 
 
+def build_tree(work: Path, stdlib: int, given: Path | None) -> tuple[Path, list[Path]]:
+    """A copy of ``given`` (every kind of file, as found), or the legacy corpus' ``.py`` files (the repository's
+    legacy fixtures without one) with ``stdlib`` standard-library modules among them."""
+    tree = work / "audit-tree"
+    if given is not None:
+        shutil.rmtree(tree, ignore_errors=True)
+        shutil.copytree(given, tree, symlinks=True)
+        return tree, [p for p in tree.rglob("*") if p.is_file()]
+    legacy, plain = copy_tree(tree, legacy_sources(corpus_folder(None)), stdlib_modules(stdlib))
+    return tree, legacy + plain
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--stdlib", type=int, default=800, help="standard-library modules in the tree")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--work", type=Path, default=None)
-    parser.add_argument("--tree", type=Path, default=None, help="time this folder instead of the generated tree")
+    parser.add_argument("--tree", type=Path, default=None, help="time a copy of this folder instead")
     args = parser.parse_args()
 
     work = args.work or Path(tempfile.mkdtemp(prefix="nm-bench-audit-"))
-    if args.tree is not None:
-        tree = args.tree.resolve()
-        files = [p for p in tree.rglob("*") if p.is_file()]
-    else:
-        tree, files = build_tree(work, args.stdlib)
+    work.mkdir(parents=True, exist_ok=True)
+    tree, files = build_tree(work, args.stdlib, args.tree)
+    # As an installed package: a checkout run with PYTHONDONTWRITEBYTECODE would compile every module each run.
+    compileall.compile_dir(ROOT / "neuron_migrate", quiet=1)
     lines = sum(p.read_bytes().count(b"\n") for p in files)
     print(f"tree: {len(files)} files, {lines} lines")
 

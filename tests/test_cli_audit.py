@@ -288,3 +288,14 @@ def test_a_program_that_never_uses_the_neuron_device_is_warned_about(tmp_path):
     for run in (_audit_run("--run", used.name, cwd=tmp_path), _neuron_migrate("emulate", used.name, cwd=tmp_path)):
         assert run.returncode == 0 and "no tensor was placed" not in run.stdout + run.stderr
 
+
+
+def test_the_table_of_a_warm_audit_needs_no_rule_metadata(cli, monkeypatch):
+    from neuron_migrate.rules import catalog
+
+    write("train.py", HAZARD + LEGACY)
+    first = cli("train.py")
+    # loading every rule (and LibCST) to describe them was half of a warm run: the table never shows them
+    monkeypatch.setattr(catalog, "catalog", lambda: pytest.fail("the rule catalog was loaded"))
+    again = cli("train.py")
+    assert again.exit_code == first.exit_code == 1 and again.output == first.output
