@@ -178,7 +178,9 @@ def scan_file(task: HazardTask) -> ScanOutcome:
         if task.kind == "notebook":
             return _scan_notebook(data, task.path)
         source = data.decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:  # its text would name the file again
+        return ScanOutcome([], f"cannot be read: {exc.strerror or exc}")
+    except UnicodeDecodeError as exc:
         return ScanOutcome([], f"cannot be read: {exc}")
     try:
         return ScanOutcome(scan_source(source, task.path))
@@ -280,7 +282,9 @@ def apply_baseline(report: Report, path: Path) -> int:
 def load_baseline(path: Path) -> set[str]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    except OSError as exc:  # its text would name the file again
+        raise BaselineError(f"{path}: cannot read the baseline: {exc.strerror or exc}") from None
+    except ValueError as exc:
         raise BaselineError(f"{path}: cannot read the baseline: {exc}") from None
     if not isinstance(data, dict) or data.get("version") != BASELINE_VERSION:
         raise BaselineError(f"{path}: not a neuron-migrate baseline (version {BASELINE_VERSION})")

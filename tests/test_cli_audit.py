@@ -299,3 +299,11 @@ def test_the_table_of_a_warm_audit_needs_no_rule_metadata(cli, monkeypatch):
     monkeypatch.setattr(catalog, "catalog", lambda: pytest.fail("the rule catalog was loaded"))
     again = cli("train.py")
     assert again.exit_code == first.exit_code == 1 and again.output == first.output
+
+
+def test_a_baseline_that_is_a_folder_is_named_once(cli):
+    write("train.py", HAZARD)
+    Path("known").mkdir()
+    result = cli("train.py", "--baseline", "known")
+    assert result.exit_code == 2
+    assert result.output.count("known") == 1, result.output
