@@ -12,6 +12,7 @@ ones (a ratchet for CI).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Sequence
@@ -51,8 +52,16 @@ def audit(paths: Sequence[Path | str], config: Config, progress=None) -> Report:
     tasks = [HazardTask(display_path(s.path, cwd), str(s.real), s.kind) for s in python]
     files = {t.path: FileResult(t.path) for t in tasks}
 
-    outcomes = parallel.map_in_order(scan_file, tasks, config.workers, _no_setup)
-    for done, (task, outcome) in enumerate(zip(tasks, outcomes, strict=True), start=1):  # strict: see runner.run
+    cache = HazardCache(config.cache_dir) if config.cache and config.cache_dir is not None else None
+    settled, keys = _settle_cheaply(tasks, cache)
+    misses = [t for t in tasks if t.path not in settled]
+    fresh = parallel.map_in_order(scan_file, misses, config.workers, _no_setup)
+    for task, outcome in zip(misses, fresh, strict=True):  # strict: see runner.run
+        settled[task.path] = outcome
+        if cache is not None and task.path in keys and not outcome.error:
+            cache.put(keys[task.path], outcome)
+    for done, task in enumerate(tasks, start=1):
+        outcome = settled[task.path]
         files[task.path].findings.extend(f for f in outcome.findings if selected(f.rule, config.select, config.ignore))
         if outcome.error:
             files[task.path].status = FAILED
@@ -73,7 +82,7 @@ def audit(paths: Sequence[Path | str], config: Config, progress=None) -> Report:
         files[display_path(skipped.path, cwd)] = FileResult(display_path(skipped.path, cwd), SKIPPED, error=skipped.reason)
     for error in found.errors:
         path = display_path(error.path, cwd)
-        files[path] = FileResult(path, FAILED, error=f"{path}: {error.reason}")
+        files[path] = FileResult(path, FAILED, error=error.reason)
 
     report = Report(tool_version=__version__, command=COMMAND, mode="static", warnings=legacy.warnings)
     report.files = sorted(files.values(), key=lambda r: r.path)
@@ -102,6 +111,62 @@ HAZARD_TRIGGERS = (
 )
 
 
+class HazardCache:
+    """The hazard checks' findings per file, stored beside the rewrite's outcomes and keyed the same way (the
+    tool's code fingerprint, the path the findings carry, the kind and the bytes): a warm audit parses nothing.
+    --select / --ignore are applied after the checks, so they are no part of the key."""
+
+    def __init__(self, folder: Path) -> None:
+        from neuron_migrate.migrate.cache import FORMAT, code_fingerprint
+
+        self.folder = Path(folder) / FORMAT / "hazards"
+        self.salt = f"{code_fingerprint()}\0hazards".encode()
+
+    def key(self, task: HazardTask, data: bytes) -> str:
+        digest = hashlib.sha256(self.salt)
+        digest.update(f"\0{task.kind}\0{task.path}\0".encode("utf-8", "surrogateescape"))
+        digest.update(data)
+        return digest.hexdigest()
+
+    def get(self, key: str) -> ScanOutcome | None:
+        from neuron_migrate.migrate.cache import _finding_from_json
+
+        try:
+            data = json.loads((self.folder / key[:2] / f"{key[2:]}.json").read_bytes())
+            return ScanOutcome([_finding_from_json(f) for f in data["findings"]])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def put(self, key: str, outcome: ScanOutcome) -> None:
+        from neuron_migrate.migrate.cache import store
+
+        entry = {"findings": [f.to_dict() for f in outcome.findings]}
+        store(self.folder / key[:2] / f"{key[2:]}.json", json.dumps(entry, separators=(",", ":")).encode())
+
+
+def _settle_cheaply(tasks: Sequence[HazardTask], cache: HazardCache | None):
+    """The outcomes a byte scan or the cache gives without parsing, by path, and the cache key of every file the
+    checks must read (a file that cannot be read here is left to ``scan_file``, which reports it)."""
+    settled: dict[str, ScanOutcome] = {}
+    keys: dict[str, str] = {}
+    for task in tasks:
+        try:
+            with open(task.real, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        if not any(word in data for word in HAZARD_TRIGGERS):
+            settled[task.path] = ScanOutcome([])
+            continue
+        if cache is None:
+            continue
+        keys[task.path] = cache.key(task, data)
+        hit = cache.get(keys[task.path])
+        if hit is not None:
+            settled[task.path] = hit
+    return settled, keys
+
+
 def scan_file(task: HazardTask) -> ScanOutcome:
     """Runs in a worker: one file's hazards. A file that does not parse is reported, never raised."""
     from neuron_migrate.analyzers.static import scan_source
@@ -115,15 +180,17 @@ def scan_file(task: HazardTask) -> ScanOutcome:
         if task.kind == "notebook":
             return _scan_notebook(data, task.path)
         source = data.decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        return ScanOutcome([], f"{task.path}: cannot be read: {exc}")
+    except OSError as exc:  # its text would name the file again
+        return ScanOutcome([], f"cannot be read: {exc.strerror or exc}")
+    except UnicodeDecodeError as exc:
+        return ScanOutcome([], f"cannot be read: {exc}")
     place = nul_place(source)
     if place is not None:  # Python's own error would give no place
-        return ScanOutcome([], f"{task.path}:{place[0]}:{place[1]}: {NUL_MESSAGE}")
+        return ScanOutcome([], f"{place[0]}:{place[1]}: {NUL_MESSAGE}")
     try:
         return ScanOutcome(scan_source(source, task.path))
     except SyntaxError as exc:
-        return ScanOutcome([], f"{task.path}:{exc.lineno}:{(exc.offset or 0)}: does not parse: {exc.msg}")
+        return ScanOutcome([], f"{exc.lineno}:{(exc.offset or 0)}: does not parse: {exc.msg}")
 
 
 def _scan_notebook(data: bytes, path: str) -> ScanOutcome:
@@ -220,7 +287,9 @@ def apply_baseline(report: Report, path: Path) -> int:
 def load_baseline(path: Path) -> set[str]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    except OSError as exc:  # its text would name the file again
+        raise BaselineError(f"{path}: cannot read the baseline: {exc.strerror or exc}") from None
+    except ValueError as exc:
         raise BaselineError(f"{path}: cannot read the baseline: {exc}") from None
     if not isinstance(data, dict) or data.get("version") != BASELINE_VERSION:
         raise BaselineError(f"{path}: not a neuron-migrate baseline (version {BASELINE_VERSION})")

@@ -285,7 +285,8 @@ def rewrite(
 
     shown = ", ".join(str(path) for path, _ in reports) or None
     if statistics or output_format is OutputFormat.github:
-        _print_findings_as(result, "statistics" if statistics else "github", rules, terminal, sys.stderr if diff else sys.stdout)
+        _print_findings_as(result, "statistics" if statistics else "github", rules, terminal,
+                           sys.stderr if diff else sys.stdout, full_report=shown)
     else:
         terminal.show(result, shown)
     raise typer.Exit(result.exit_code())
@@ -320,12 +321,12 @@ class FailOn(str, Enum):
     never = "never"
 
 
-def _print_findings_as(report, fmt: str, rules, terminal, stream) -> None:
+def _print_findings_as(report, fmt: str, rules, terminal, stream, full_report: str | None = None) -> None:
     from neuron_migrate.report.render import render
     from neuron_migrate.report.terminal import summary_line
 
     terminal.errors(report)
-    stream.write(render(report, fmt, rules=rules))
+    stream.write(render(report, fmt, rules=rules, **({"full_report": full_report} if fmt == "github" else {})))
     print(summary_line(report), file=sys.stderr if fmt == "github" else stream)
     stream.flush()
 
@@ -346,7 +347,9 @@ def _rewrite_stdin(name: str, select, ignore, no_comments: bool, keep_dual_stack
         typer.echo(f"{name}:{finding.span.line}:{finding.span.column}: {finding.rule} [{finding.safety}] "
                    f"{finding.message}", err=True)
     if outcome.status == FAILED:
-        typer.echo(f"neuron-migrate: error: {outcome.error}", err=True)
+        from neuron_migrate.report.terminal import error_line
+
+        typer.echo(error_line(name, outcome.error), err=True)
         sys.stdout.buffer.write(data if not (diff or check) else b"")
         return USAGE_ERROR
     changed = outcome.status == CHANGED
@@ -363,7 +366,8 @@ def audit(
     paths: Annotated[
         Optional[list[str]],
         typer.Argument(
-            help="Files or folders to audit; with --run, the arguments for the script (put them after --).",
+            help="Files or folders to audit (default: the current folder); with --run, the arguments for the "
+                 "script (put them after --).",
             show_default=False,
         ),
     ] = None,
@@ -416,6 +420,8 @@ def audit(
     from neuron_migrate.config import ConfigError, load_config
     from neuron_migrate.report.terminal import Terminal
 
+    if update_baseline and baseline is None:
+        raise _fail("--update-baseline needs --baseline FILE")
     runtime = run_script is not None or run_module is not None
     output_format = AuditFormat.statistics if statistics else output_format
     args = list(paths or [])
@@ -427,8 +433,7 @@ def audit(
         raise _fail(f"--run: no such script: {run_script}")
     targets = [run_script] if run_script is not None else []
     if not runtime:
-        if not args:
-            raise _fail("audit needs PATH... to scan, or --run SCRIPT")
+        args = args or ["."]  # as rewrite: no path means the current folder
         missing = [a for a in args if not Path(a).exists()]
         if missing:
             raise _fail(f"no such file or folder: {', '.join(missing)}")
@@ -510,8 +515,7 @@ def _emit_audit(report, output_format, output, terminal, notes, fail_on) -> None
     from neuron_migrate.analyzers.hazards import catalog as hazard_catalog
     from neuron_migrate.report.render import render
 
-    rules = {**catalog.catalog(), **hazard_catalog()}
-    if output_format is AuditFormat.table:
+    if output_format is AuditFormat.table:  # no rule metadata: loading every rule costs a warm run half its time
         if output is not None:
             from neuron_migrate.report.terminal import audit_text
 
@@ -519,6 +523,7 @@ def _emit_audit(report, output_format, output, terminal, notes, fail_on) -> None
             output.write_text(audit_text(report, notes), encoding="utf-8")
         terminal.show_audit(report, notes, fail_on, summary_only=output is not None)
         return
+    rules = {**catalog.catalog(), **hazard_catalog()}
     text = render(report, output_format.value, rules=rules)
     if output is None:
         sys.stdout.write(text)

@@ -69,3 +69,40 @@ def test_names_resolve_through_import_aliases_and_locals_do_not_count():
 def test_every_static_hazard_has_fixtures():
     for rule_id in STATIC_IDS:
         assert (AUDIT / rule_id / "hit.py").exists() and (AUDIT / rule_id / "clean.py").exists(), rule_id
+
+
+HAZARD_SOURCE = "import torch\n\nm = torch.compile(m, dynamic=True)\nx = t.cuda()\n"
+
+
+def _audit(folder, **options):
+    from neuron_migrate import audit
+    from neuron_migrate.config import load_config
+
+    return audit.audit([folder], load_config([folder], jobs=1, **options))
+
+
+def _hazards(report):
+    return sorted((f.path, f.span.line, f.rule, f.message) for f in report.findings if f.rule.startswith("NA"))
+
+
+def test_a_warm_audit_takes_the_hazards_from_the_cache(tmp_path, monkeypatch):
+    import neuron_migrate.analyzers.static as static
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text(HAZARD_SOURCE, encoding="utf-8")
+    (tmp_path / "other.py").write_text("import torch\n\ny = torch.ones(2).item()\n", encoding="utf-8")
+    cold = _hazards(_audit(tmp_path))
+    assert {rule for _, _, rule, _ in cold} >= {"NA104", "NA401"}
+
+    scanned = []
+    real = static.scan_source
+    monkeypatch.setattr(static, "scan_source", lambda source, path: scanned.append(path) or real(source, path))
+    assert _hazards(_audit(tmp_path)) == cold and scanned == []  # nothing parsed again
+    # --select / --ignore apply to cached findings as to fresh ones
+    assert {f.rule for f in _audit(tmp_path, select=("NA4",)).findings} == {"NA401"} and scanned == []
+
+    (tmp_path / "train.py").write_text(HAZARD_SOURCE.replace("t.cuda()", "t"), encoding="utf-8")
+    changed = _hazards(_audit(tmp_path))
+    assert scanned == ["train.py"] and ("train.py", 4, "NA401") not in [c[:3] for c in changed]
+    _audit(tmp_path, cache=False)
+    assert scanned == ["train.py", "other.py", "train.py"]  # --no-cache reads every file

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -401,7 +402,7 @@ def test_plain_output_is_one_line_per_finding():
         "train.py:9:5: NM100 [manual] NM100 message",
     ]
     assert "files: 2 scanned, 1 would change, 1 failed, 0 skipped" in lines
-    assert "edits: 2 (1 safe, 1 review); manual: 1; suppressed: 0" in lines
+    assert "edits: 2 (1 safe, 1 review); manual: 1; suppressed: 0" in lines  # no third kind: not named
     assert "checklist: numerics 1, collectives 1" in lines
     assert lines[-1] == "report: r.json"
     assert err.getvalue() == "bad.py: error: cannot parse: line 2\n"
@@ -451,13 +452,38 @@ class _Tty(io.StringIO):
         return True
 
 
-def test_plain_when_piped_or_no_color(monkeypatch):
+def test_plain_when_piped_or_a_dumb_terminal(monkeypatch):
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.setenv("TERM", "xterm")
     assert terminal.is_plain(io.StringIO())
     assert not terminal.is_plain(_Tty())
     monkeypatch.setenv("NO_COLOR", "1")
+    assert not terminal.is_plain(_Tty())  # no colours, same layout
+    monkeypatch.setenv("TERM", "dumb")
     assert terminal.is_plain(_Tty())
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+COLOUR = re.compile(r"\x1b\[(?:[0-9;]*;)?(?:3[0-9]|9[0-7]|38;[0-9;]+)m")
+
+
+@pytest.mark.parametrize("show", ["show", "show_audit"])
+def test_no_color_drops_the_colours_and_keeps_the_layout(monkeypatch, show):
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.setenv("COLUMNS", "120")
+
+    def shown(no_color: bool) -> str:
+        if no_color:
+            monkeypatch.setenv("NO_COLOR", "1")
+        else:
+            monkeypatch.delenv("NO_COLOR", raising=False)
+        out = _Tty()
+        getattr(terminal.Terminal(out, io.StringIO()), show)(_sample_report("check"))
+        return out.getvalue()
+
+    coloured, plain = shown(False), shown(True)
+    assert COLOUR.search(coloured) and not COLOUR.search(plain)
+    assert ANSI.sub("", plain).splitlines() == ANSI.sub("", coloured).splitlines()
 
 
 def test_progress_bar_only_for_long_runs():
@@ -637,3 +663,39 @@ def test_diffs_are_computed_only_for_output_that_shows_them(cli, project, monkey
     result = cli("rewrite", "--no-cache", *args, project)
     assert result.exit_code == 1, result.output
     assert bool(aligned) == diffs
+
+
+@pytest.mark.parametrize("command", ["rewrite", "audit"])
+def test_a_failure_names_its_file_once_in_every_output(cli, project, command):
+    (project / "broken.py").write_text("import torch_xla\ndef f(:\n", encoding="utf-8")
+    outputs = []
+    if command == "rewrite":
+        reports = [project / f"out.{ext}" for ext in ("md", "html", "sarif", "json")]
+        result = cli("rewrite", "--check", *[arg for path in reports for arg in ("--report", path)], ".")
+        outputs += [result.output, *(path.read_text(encoding="utf-8") for path in reports)]
+        outputs.append(cli("rewrite", "--check", "--output-format", "github", ".").output)
+    else:
+        outputs += [cli("audit", ".", "--format", fmt).output for fmt in ("table", "md", "html", "sarif", "json")]
+        outputs.append(cli("audit", ".", "--format", "github").stdout)
+    for text in outputs:
+        told = [line for line in text.splitlines() if "syntax error" in line or "does not parse" in line]
+        assert told, text
+        assert all(line.count("broken.py") <= 1 for line in told), told
+    assert "::error file=broken.py,line=2,col=" in outputs[-1]
+
+
+def test_edit_totals_add_up_with_the_edits_of_manual_rules():
+    report = _sample_report("check")
+    # an edit a manual rule made (a removed requirement whose code must still be ported): done, with a TODO
+    report.files[0].findings.append(_finding("NM520", MANUAL, True, 11))
+    t = report.totals()
+    assert t["edits"] == t["safe"] + t["review"] + t["with_todo"] == 3
+    out = io.StringIO()
+    terminal.Terminal(out, io.StringIO(), plain=True).show(report)
+    assert "edits: 3 (1 safe, 1 review, 1 with a TODO); manual: 2; suppressed: 0" in out.getvalue().splitlines()
+    assert terminal.summary_line(report).endswith("; 3 edits (1 review, 1 with a TODO), 2 manual")
+    rich = _Tty()
+    terminal.Terminal(rich, io.StringIO(), plain=False).show(report)
+    table = ANSI.sub("", rich.getvalue()).split("\n\n")[0].splitlines()[1:]
+    rows = {" ".join(line.split()[:-1]): line.split()[-1] for line in table}
+    assert int(rows["safe edits"]) + int(rows["review edits"]) + int(rows["edits with a TODO"]) == 3

@@ -150,7 +150,20 @@ def test_select_and_ignore_take_audit_ids(cli):
 
 def test_missing_path_is_a_usage_error(cli):
     assert cli("nope.py").exit_code == 2
-    assert cli().exit_code == 2
+
+
+def test_no_path_audits_the_current_folder_as_rewrite_does(cli):
+    write("train.py", HAZARD)
+    result = cli("--format", "json")
+    assert result.exit_code == 1, result.output
+    assert [fr["path"] for fr in json.loads(result.stdout)["files"]] == ["train.py"]
+
+
+def test_update_baseline_without_a_baseline_is_a_usage_error(cli):
+    write("train.py", HAZARD)
+    result = cli("train.py", "--update-baseline")
+    assert result.exit_code == 2
+    assert result.output == "neuron-migrate: error: --update-baseline needs --baseline FILE\n"
 
 
 RUNTIME = Path(__file__).resolve().parents[1] / "fixtures" / "runtime"
@@ -275,3 +288,22 @@ def test_a_program_that_never_uses_the_neuron_device_is_warned_about(tmp_path):
     for run in (_audit_run("--run", used.name, cwd=tmp_path), _neuron_migrate("emulate", used.name, cwd=tmp_path)):
         assert run.returncode == 0 and "no tensor was placed" not in run.stdout + run.stderr
 
+
+
+def test_the_table_of_a_warm_audit_needs_no_rule_metadata(cli, monkeypatch):
+    from neuron_migrate.rules import catalog
+
+    write("train.py", HAZARD + LEGACY)
+    first = cli("train.py")
+    # loading every rule (and LibCST) to describe them was half of a warm run: the table never shows them
+    monkeypatch.setattr(catalog, "catalog", lambda: pytest.fail("the rule catalog was loaded"))
+    again = cli("train.py")
+    assert again.exit_code == first.exit_code == 1 and again.output == first.output
+
+
+def test_a_baseline_that_is_a_folder_is_named_once(cli):
+    write("train.py", HAZARD)
+    Path("known").mkdir()
+    result = cli("train.py", "--baseline", "known")
+    assert result.exit_code == 2
+    assert result.output.count("known") == 1, result.output

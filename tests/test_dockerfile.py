@@ -65,7 +65,7 @@ def test_bad_input_is_reported_and_left_untouched(plan, monkeypatch):
     escape = rewrite("# escape=`\nFROM base\nENV PJRT_DEVICE=NEURON\n", plan)
     assert escape.status == FAILED and "escape" in escape.error and escape.output is None
     broken = rewrite_dockerfile(b"FROM base\nENV X=\xff\n", "Dockerfile", plan, False)
-    assert broken.status == FAILED and "Dockerfile:2" in broken.error
+    assert broken.status == FAILED and broken.error.startswith("2:")
 
     def explode(*args, **kwargs):
         raise RuntimeError("boom")

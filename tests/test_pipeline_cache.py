@@ -173,3 +173,18 @@ def test_a_loading_script_misses_the_cache_when_a_file_around_it_changes(project
     )
     second = {f.rule for f in check(project).findings if f.path == "serve.py"}
     assert "NM402" not in first and "NM402" in second
+
+
+def test_the_launched_files_of_a_notebook_with_a_large_image_are_found_in_linear_time(tmp_path):
+    import time
+
+    from neuron_migrate.migrate.cache import launched_sources
+
+    (tmp_path / "train.py").write_text("x = 1\n", encoding="utf-8")
+    (tmp_path / "eval.py").write_text("y = 2\n", encoding="utf-8")
+    image = b"iVBORw0KGgoAAAANSUhEUgAA/" * 8000  # one 200 KB run of path characters, as base64 output is
+    notebook = b'{"source": ["!python train.py --x 1"], "data": "' + image + b'", "s": "!python -m eval"}'
+    started = time.perf_counter()
+    found = launched_sources(str(tmp_path / "nb.ipynb"), notebook)
+    assert time.perf_counter() - started < 0.5  # minutes when every position of the run was tried to its end
+    assert found.startswith(b"eval.py\0") and b"\0train.py\0" in found

@@ -82,7 +82,8 @@ def test_parse_error_is_reported_with_location_and_file_untouched(project):
     report = run([project / "pkg" / "broken.py"], load_config([project]), mode="write")
     [result] = report.files
     assert result.status == "failed"
-    assert result.error == "pkg/broken.py:2:5: syntax error: '(' was never closed; file left unchanged"
+    assert result.path == "pkg/broken.py"
+    assert result.error == "2:5: syntax error: '(' was never closed; file left unchanged"
     assert (project / "pkg" / "broken.py").read_text() == "import torch_xla\nx = (\n"
     assert report.exit_code() == 2
 
@@ -94,7 +95,7 @@ def test_internal_error_names_the_rules_and_leaves_the_file(project, monkeypatch
     monkeypatch.setattr(engine, "migrate_python", broken_rewrite)
     report = run([project / "train.py"], load_config([project], jobs=1, cache=False), mode="write")
     [result] = report.files
-    assert result.status == "failed" and "NM110" in result.error and result.error.startswith("train.py: ")
+    assert result.status == "failed" and "NM110" in result.error and result.error.startswith("internal error: ")
     assert (project / "train.py").read_text() == LEGACY
 
 
@@ -129,7 +130,7 @@ def test_unreadable_file_is_a_failure(project, monkeypatch):
     monkeypatch.setattr(runner, "open", deny, raising=False)
     report = run([project], load_config([project]), mode="check")
     assert statuses(report)["train.py"] == "failed"
-    assert next(f.error for f in report.files if f.path == "train.py") == "train.py: cannot be read: Permission denied"
+    assert next(f.error for f in report.files if f.path == "train.py") == "cannot be read: Permission denied"
 
 
 def test_paths_outside_the_working_directory_are_absolute(project, tmp_path_factory, monkeypatch):

@@ -89,7 +89,7 @@ def test_content():
     assert (data["command"], data["mode"], data["duration_seconds"]) == ("rewrite", "check", 1.235)
     assert data["exit_code"] == 2  # a file failed
     assert data["totals"] == {
-        "files": 6, "changed": 2, "failed": 1, "skipped": 1, "edits": 3, "safe": 2, "review": 1, "manual": 2,
+        "files": 6, "changed": 2, "failed": 1, "skipped": 1, "edits": 3, "safe": 2, "review": 1, "with_todo": 0, "manual": 2,
         "suppressed": 1,
     }
     # Only rules that ran or fired, cleaned to the documented keys, risks in checklist order.
@@ -103,7 +103,7 @@ def test_content():
     }
     files = {f["path"]: f for f in data["files"]}
     assert files["broken.py"]["status"] == "failed"
-    assert files["broken.py"]["error"] == "broken.py:3:9: invalid syntax"
+    assert files["broken.py"]["error"] == "3:9: invalid syntax"
     cell = files["notebooks/explore.ipynb"]["findings"][0]
     assert (cell["cell"], cell["span"]["line"], cell["rule"]) == (3, 2, "NM100")
     train = files["train.py"]["findings"]

@@ -56,7 +56,7 @@ def test_files_table():
 
 def test_not_processed():
     assert section(md(), "Not processed").splitlines() == [
-        "- `broken.py` (failed): broken.py:3:9: invalid syntax",
+        "- `broken.py` (failed): 3:9: invalid syntax",
         "- `vendor/lib.py` (skipped): excluded by the configuration",
     ]
 

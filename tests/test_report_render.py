@@ -117,7 +117,7 @@ def sample_report() -> Report:
         FileResult("train.py", CHANGED, [all_reduce, mark_step, leftover, ignored], diff=TRAIN_DIFF),
         FileResult(EVIL_PATH, CHANGED, [evil], diff=EVIL_DIFF),
         FileResult("notebooks/explore.ipynb", UNCHANGED, [cell]),
-        FileResult("broken.py", FAILED, error="broken.py:3:9: invalid syntax"),
+        FileResult("broken.py", FAILED, error="3:9: invalid syntax"),
         FileResult("clean.py", UNCHANGED),
         FileResult("vendor/lib.py", SKIPPED, error="excluded by the configuration"),
     ]

@@ -91,7 +91,7 @@ def test_a_coding_cookie_is_honoured_and_bad_bytes_fail(every_rule):
     bad = b"# d\xe9pendances\ntorch-xla\n"
     outcome = rewrite_requirements(bad, "requirements.txt", every_rule, False)
     assert outcome.status == FAILED and outcome.output is None
-    assert outcome.error.startswith("requirements.txt:1:")
+    assert outcome.error.startswith("1:")
 
 
 def test_no_comments_applies_the_edits_without_markers(every_rule):
@@ -214,7 +214,7 @@ def test_pyproject_suppression_and_poetry_string_styles(every_rule):
 def test_invalid_toml_fails_and_is_untouched(text, every_rule):
     outcome = _run(rewrite_pyproject, text, every_rule, "pyproject.toml")
     assert outcome.status == FAILED and outcome.output is None
-    assert outcome.error.startswith("pyproject.toml:") and "invalid TOML" in outcome.error
+    assert outcome.error[:1].isdigit() and "invalid TOML" in outcome.error
 
 
 def test_pyproject_without_dependencies_is_unchanged(every_rule):
@@ -227,7 +227,7 @@ def test_pyproject_without_dependencies_is_unchanged(every_rule):
 
 def test_setup_cfg_parse_error_fails(every_rule):
     outcome = _run(rewrite_setup_cfg, "install_requires = torch-xla\n", every_rule, "setup.cfg")
-    assert outcome.status == FAILED and outcome.error.startswith("setup.cfg:1:1:")
+    assert outcome.status == FAILED and outcome.error.startswith("1:1:")
 
 
 def test_setup_cfg_other_keys_and_sections_are_not_requirements(every_rule):
@@ -252,7 +252,7 @@ def test_conda_env_only_reads_the_dependencies_list(every_rule):
 
 def test_unreadable_conda_env_fails(every_rule):
     outcome = rewrite_conda_env(b"dependencies:\n  - torch-xla \xff\n", "environment.yml", every_rule, False)
-    assert outcome.status == FAILED and outcome.error.startswith("environment.yml:2:")
+    assert outcome.status == FAILED and outcome.error.startswith("2:")
 
 
 # ----- the specifier logic ---------------------------------------------------------------------

@@ -74,6 +74,7 @@ def _edit(path, old, new):
     path.write_text(text.replace(old, new), encoding="utf-8")
 
 
+@pytest.mark.slow  # runs both sides' programs in processes of their own
 def test_the_rewritten_loop_computes_what_the_legacy_loop_computed(project):
     run = _verify(project, "sharded_loop.py", "--steps", "4", "--report", "out.json", "--report", "out.html",
                   "--report", "out.md")
@@ -92,6 +93,7 @@ def test_the_rewritten_loop_computes_what_the_legacy_loop_computed(project):
     assert (project / "out.md").read_text(encoding="utf-8").startswith("## neuron-migrate verify: equal\n")
 
 
+@pytest.mark.slow  # runs both sides' programs in processes of their own
 def test_a_changed_learning_rate_is_found_at_the_first_update(project):
     _edit(project / "migrated" / "sharded_loop.py", "lr=args.lr,", "lr=args.lr * 2,")
 
@@ -149,6 +151,7 @@ def test_migrated_ranks_that_average_their_gradients_agree_with_each_other(proje
     assert any("the 2 migrated ranks were compared with each other: they agree" in note for note in notes)
 
 
+@pytest.mark.slow
 def test_a_migrated_program_whose_device_helper_fell_back_to_the_cpu_is_not_vouched_for(tmp_path):
     _rewritten(tmp_path, "device_helper_loop.py")
     migrated = tmp_path / "migrated" / "device_helper_loop.py"
@@ -191,6 +194,7 @@ def test_a_step_compiled_with_torch_xla_compile_is_recorded_after_it_ran(tmp_pat
     assert json.loads(changed.stdout)["divergence"]["cause"].startswith("the learning rate differs: 0.05")
 
 
+@pytest.mark.slow  # runs both sides' programs in processes of their own
 def test_an_inference_script_compares_its_model_outputs(project):
     run = _verify(project, "inference.py")
 
@@ -261,6 +265,7 @@ def test_an_inference_script_with_another_activation_parts_at_its_first_output(p
     assert "the forward pass computes something else" in changed.stdout
 
 
+@pytest.mark.slow  # runs both sides' programs in processes of their own
 def test_a_side_that_fails_is_reported_with_its_error_and_exit_2(project):
     _edit(project / "migrated" / "sharded_loop.py", "        optimizer.zero_grad()\n",
           "        if step == 2:\n            raise RuntimeError('out of memory at step 2')\n"
@@ -309,6 +314,7 @@ def test_a_folder_needs_one_entry_script_or_script(tmp_path):
     assert "name the entry script with --script (scripts with a __main__ guard: a.py, b.py)" in run.stderr
 
 
+@pytest.mark.slow  # starts a Python process with torch under the recorder
 def test_the_recorder_runs_the_sitecustomize_it_hides_and_fixes_the_seeds(tmp_path):
     import random
 

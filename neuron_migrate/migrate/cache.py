@@ -188,8 +188,10 @@ def _finding_from_json(data: dict[str, Any]) -> Finding:
     return Finding(**{**data, "span": Span(**data["span"]), "risks": tuple(data["risks"])})
 
 
-# A launch line names the Python it runs: `train.py`, `src/train.py`, `-m pkg.train`.
-_LAUNCHED = re.compile(rb"([\w./-]+\.py)\b|-m[ \t]+([A-Za-z_][\w.]*)")
+# A launch line names the Python it runs: `train.py`, `src/train.py`, `-m pkg.train`. A name starts where a
+# run of path characters starts: tried from every position inside a long run (a notebook's base64 image is one),
+# the pattern backtracked over the rest of the run each time, quadratic in its length.
+_LAUNCHED = re.compile(rb"(?<![\w./-])([\w./-]+\.py)\b|-m[ \t]+([A-Za-z_][\w.]*)")
 
 
 def launched_sources(real_path: str, data: bytes) -> bytes:

@@ -1167,7 +1167,7 @@ def python_cells(data: bytes, path: str = "") -> list[tuple[int, str]]:
 
 def rewrite_notebook(data: bytes, path: str, plan: RulePlan, no_comments: bool) -> Outcome:
     """One notebook, on the one outcome path (see sources.guarded)."""
-    return guarded(path, lambda: _rewrite_notebook(data, path, plan, no_comments))
+    return guarded(lambda: _rewrite_notebook(data, path, plan, no_comments))
 
 
 def _rewrite_notebook(data: bytes, path: str, plan: RulePlan, no_comments: bool) -> Outcome:

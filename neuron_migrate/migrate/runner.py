@@ -101,7 +101,7 @@ def run(
         files.append(FileResult(display_path(skipped.path, cwd), SKIPPED, error=skipped.reason))
     for error in found.errors:
         path = display_path(error.path, cwd)
-        files.append(FileResult(path, FAILED, error=f"{path}: {error.reason}"))
+        files.append(FileResult(path, FAILED, error=error.reason))
     report = Report(tool_version=__version__, command=COMMAND, mode=mode, rules=summary.rules)
     report.files = sorted(files, key=lambda r: r.path)
     report.warnings = results.warnings
@@ -134,7 +134,7 @@ class _Results:
             try:
                 data = _read(source)
             except OSError as exc:
-                self._finish(index, FileResult(path, FAILED, error=f"{path}: cannot be read: {exc.strerror or exc}"))
+                self._finish(index, FileResult(path, FAILED, error=f"cannot be read: {exc.strerror or exc}"))
                 continue
             wide = wide_encoding(data)
             if wide is not None:
@@ -192,7 +192,7 @@ class _Results:
                 atomic_write(self.sources[task.index].real, outcome.output)
             except OSError as exc:
                 result.status = FAILED
-                result.error = f"{task.path}: cannot be written, left unchanged: {exc.strerror or exc}"
+                result.error = f"cannot be written, left unchanged: {exc.strerror or exc}"
         return result
 
 
@@ -325,7 +325,7 @@ class LostOutcome:
         if why == parallel.TIMED_OUT:
             return Outcome(SKIPPED, error=f"took more than {self.seconds:g} s, the per-file time "
                                           "limit (--max-file-seconds, or max-file-seconds in [tool.neuron-migrate])")
-        return Outcome(FAILED, error=f"{task.path}: a worker process died while rewriting this file (out of "
+        return Outcome(FAILED, error="a worker process died while rewriting this file (out of "
                                      "memory?); file left unchanged; rerun with --jobs 1 to see why")
 
 

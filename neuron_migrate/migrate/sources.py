@@ -148,25 +148,25 @@ def encode(text: str, encoding: str) -> bytes:
         raise SourceError(f"the rewritten code cannot be encoded as {encoding}: {exc.reason}") from None
 
 
-def guarded(path: str, rewrite: Callable[[], Outcome]) -> Outcome:
+def guarded(rewrite: Callable[[], Outcome]) -> Outcome:
     """``rewrite()``'s outcome, or a failed one that leaves the file as it is: the one place where a
     problem with a file, or a bug in a rule, becomes that file's error (it never ends the run)."""
     try:
         return rewrite()
     except SourceError as exc:
-        return failed(path, str(exc))
+        return failed(str(exc))
     except InternalError as exc:
-        return failed(path, f"internal error: {exc}")
+        return failed(f"internal error: {exc}")
     except RecursionError:
-        return failed(path, "nested too deeply to parse")
+        return failed("nested too deeply to parse")
     except Exception as exc:  # noqa: BLE001 - a bug in a rule must cost one file, not the whole run
-        return failed(path, f"internal error: {_describe(exc)}")
+        return failed(f"internal error: {_describe(exc)}")
 
 
-def failed(path: str, message: str) -> Outcome:
-    """``path:line:col: message; file left unchanged`` (no ``line:col`` when the message has none)."""
-    separator = ":" if message[:1].isdigit() else ": "
-    return Outcome(FAILED, error=f"{path}{separator}{message}; file left unchanged")
+def failed(message: str) -> Outcome:
+    """``line:col: message; file left unchanged`` (no ``line:col`` when the message has none). The path is not
+    part of it: every output already names the file the error belongs to."""
+    return Outcome(FAILED, error=f"{message}; file left unchanged")
 
 
 def text_outcome(decoded: Decoded, new: str, findings: list[Finding], path: str) -> Outcome:
@@ -186,14 +186,14 @@ def text_adapter(decoder: Callable[[bytes], Decoded], migrate: Callable[[str, st
             new, findings = migrate(decoded.text, path, plan, no_comments)
             return text_outcome(decoded, new, findings, path)
 
-        return guarded(path, rewrite)
+        return guarded(rewrite)
 
     return adapter
 
 
 def rewrite_python(data: bytes, path: str, plan: RulePlan, no_comments: bool) -> Outcome:
     """One Python module."""
-    return guarded(path, lambda: _rewrite_python(data, path, plan, no_comments))
+    return guarded(lambda: _rewrite_python(data, path, plan, no_comments))
 
 
 def _rewrite_python(data: bytes, path: str, plan: RulePlan, no_comments: bool) -> Outcome:

@@ -92,12 +92,13 @@ details.file > summary .count { color: var(--muted); }
 .stat-add { color: var(--add-fg); } .stat-del { color: var(--del-fg); }
 table.diff { margin-top: 10px; border: 1px solid var(--line); }
 table.diff td { border: 0; padding: 0 8px; }
-table.diff td.num { width: 4.5em; text-align: right; color: var(--muted); user-select: none; }
-table.diff td.code { white-space: pre-wrap; }
+/* Diff rows are the bulk of a large report: the cells carry no classes, the columns are styled by position. */
+table.diff td:nth-child(-n+2) { width: 4.5em; text-align: right; color: var(--muted); user-select: none; }
+table.diff td:last-child { white-space: pre-wrap; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
 table.diff tr.add td { background: var(--add-bg); }
-table.diff tr.add td.code { color: var(--add-fg); }
+table.diff tr.add td:last-child { color: var(--add-fg); }
 table.diff tr.remove td { background: var(--del-bg); }
-table.diff tr.remove td.code { color: var(--del-fg); }
+table.diff tr.remove td:last-child { color: var(--del-fg); }
 table.diff tr.hunk td { background: var(--hunk-bg); color: var(--muted); }
 table.diff tr.note td { color: var(--muted); font-style: italic; }
 .tok-kw { color: var(--kw); font-weight: 600; } .tok-str { color: var(--str); }
@@ -121,6 +122,14 @@ document.querySelectorAll("[data-toggle]").forEach(function (box) {
     document.body.classList.toggle("hide-" + box.dataset.toggle, !box.checked);
   });
 });
+// Files start folded; a link to a file or to one of its findings unfolds it.
+function unfold() {
+  var target = location.hash && document.getElementById(decodeURIComponent(location.hash.slice(1)));
+  var folded = target && target.closest("details");
+  if (folded) { folded.open = true; target.scrollIntoView(); }
+}
+window.addEventListener("hashchange", unfold);
+unfold();
 var query = document.getElementById("path-filter");
 query.addEventListener("input", function () {
   var wanted = query.value.toLowerCase();
@@ -287,9 +296,11 @@ def checklist(report: Report) -> str:
         parts.append(f"<h3>{esc(tag)} <span class=\"muted\">({len(findings)})</span></h3>")
         if tag in RISK_GUIDANCE:
             parts.append(f'<p class="muted">{esc(RISK_GUIDANCE[tag])}</p>')
+        # What the finding says and its fix are in its row, one click away: a finding with several risks is
+        # listed under each, and repeating its text there made the checklist the largest part of a big report.
         items = "".join(
-            f"<li><label><input type=\"checkbox\"> <code>{esc(location(f))}</code> {esc(f.rule)} "
-            f"{badge(f.safety)} {prose(f.message)}{fix_line(f)}</label></li>"
+            f"<li><label><input type=\"checkbox\"> <a href=\"#{finding_id(f)}\"><code>{esc(location(f))}</code></a> "
+            f"{rule_ref(f.rule, {})} {badge(f.safety)}</label></li>"
             for f in findings
         )
         parts.append(f'<ul class="checks">{items}</ul>')
@@ -327,7 +338,8 @@ def file_block(fr: FileResult, rules: dict[str, dict[str, Any]], anchor: str) ->
         f'<summary><span class="path"><code>{esc(fr.path)}</code></span> {badge(fr.status)} '
         f"{len(fr.edits)} {plural(len(fr.edits), 'edit')}, {len(fr.manual)} manual {counts}</summary>"
     )
-    parts = [f'<details class="file" id="{anchor}" open data-path="{esc(fr.path)}">{summary}<div class="body">']
+    # Folded: a large run has hundreds of files; the summary line says what each holds.
+    parts = [f'<details class="file" id="{anchor}" data-path="{esc(fr.path)}">{summary}<div class="body">']
     if fr.findings:
         rows = "".join(finding_row(f, rules) for f in sorted(fr.findings, key=position))
         parts.append(
@@ -341,7 +353,7 @@ def file_block(fr: FileResult, rules: dict[str, dict[str, Any]], anchor: str) ->
 
 
 def finding_row(f: Finding, rules: dict[str, dict[str, Any]]) -> str:
-    attrs = f' data-safety="{esc(f.safety)}"' + (" data-suppressed" if f.suppressed else "")
+    attrs = f' id="{finding_id(f)}" data-safety="{esc(f.safety)}"' + (" data-suppressed" if f.suppressed else "")
     badges = badge(f.safety) + (" " + badge("suppressed") if f.suppressed else "")
     if f.evidence != "static":
         badges += " " + badge(f.evidence)
@@ -349,6 +361,10 @@ def finding_row(f: Finding, rules: dict[str, dict[str, Any]]) -> str:
         f"<tr{attrs}><td><code>{esc(where(f))}</code></td><td>{rule_ref(f.rule, rules)}</td>"
         f"<td>{badges}</td><td>{prose(f.message)}{fix_line(f)}</td><td class=\"change\">{change(f)}</td></tr>"
     )
+
+
+def finding_id(f: Finding) -> str:
+    return f"f-{f.fingerprint}"
 
 
 def change(f: Finding) -> str:
@@ -368,16 +384,13 @@ def diff_table(diff: str) -> str:
         if line.kind == "header":
             continue
         if line.kind in ("hunk", "note"):
-            rows.append(f'<tr class="{line.kind}"><td class="num"></td><td class="num"></td>'
-                        f'<td class="code">{esc(line.text)}</td></tr>')
+            rows.append(f'<tr class="{line.kind}"><td></td><td></td><td>{esc(line.text)}</td></tr>')
             continue
         old = "" if line.old is None else line.old
         new = "" if line.new is None else line.new
         sign, code = line.text[:1], line.text[1:]
-        rows.append(
-            f'<tr class="{line.kind}"><td class="num">{old}</td><td class="num">{new}</td>'
-            f'<td class="code">{esc(sign)}{highlight(code)}</td></tr>'
-        )
+        kind = "" if line.kind == "context" else f' class="{line.kind}"'
+        rows.append(f"<tr{kind}><td>{old}</td><td>{new}</td><td>{esc(sign)}{highlight(code)}</td></tr>")
     return f'<table class="diff">{"".join(rows)}</table>'
 
 
@@ -411,8 +424,8 @@ def rule_list(rules: dict[str, dict[str, Any]], used: set[str]) -> str:
 
 
 def rule_ref(rule_id: str, rules: dict[str, dict[str, Any]]) -> str:
-    title = rules.get(rule_id, {}).get("title", "")
-    return f'<a href="#rule-{esc(rule_id)}" title="{esc(title)}">{esc(rule_id)}</a>'
+    # The rule's title and text are in the Rules section, once: repeating them on every finding bloats the page.
+    return f'<a href="#rule-{esc(rule_id)}">{esc(rule_id)}</a>'
 
 
 def footer(report: Report) -> str:

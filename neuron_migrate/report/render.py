@@ -49,14 +49,15 @@ def format_for_path(path: Path | str) -> str:
     raise ValueError(f"cannot tell the report format of {str(path)!r}: use one of {known}")
 
 
-def render(report: Report, fmt: str, rules: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+def render(report: Report, fmt: str, rules: Mapping[str, Mapping[str, Any]] | None = None, **options: Any) -> str:
+    """``options`` go to the format's renderer (``full_report`` for github: where the complete list is)."""
     if fmt not in _MODULES:
         raise ValueError(f"unknown report format {fmt!r}: use one of {', '.join(FORMATS)}")
     module = importlib.import_module(_MODULES[fmt])
     # Every output keys findings by fingerprint, and repeats of the same code in a file are only
     # told apart once the whole file's findings are known.
     report.number_findings()
-    return module.render(report, rule_catalog(report, rules))
+    return module.render(report, rule_catalog(report, rules), **options)
 
 
 def rule_catalog(report: Report, rules: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, dict[str, Any]]:

@@ -243,8 +243,10 @@ def skip(fr: FileResult, base: Base) -> dict[str, Any]:
 
 
 def failure(fr: FileResult, base: Base) -> dict[str, Any]:
+    error = fr.error or "could not be processed; file left unchanged"
+    separator = ":" if error[:1].isdigit() else ": "  # "3:9: invalid syntax" names a place in the file
     return {
         "level": "error",
-        "message": {"text": f"{fr.path}: {fr.error or 'could not be processed'} (file left untouched)"},
+        "message": {"text": f"{fr.path}{separator}{error}"},
         "locations": [{"physicalLocation": {"artifactLocation": base.location(fr.path)}}],
     }

@@ -1,8 +1,9 @@
 """What a run prints: a progress bar and a summary on a terminal, plain greppable lines when piped.
 
 On a terminal the summary is for a person: counts, the items that need a human, the reviewer checklist. Piped
-(or with ``NO_COLOR`` set, or ``TERM=dumb``) every finding is one ``path:line:col: NMxxx [safety] message``
-line, the format compilers and linters use, so editors and ``grep`` understand it.
+(or with ``TERM=dumb``) every finding is one ``path:line:col: NMxxx [safety] message`` line, the format compilers
+and linters use, so editors and ``grep`` understand it. ``NO_COLOR`` drops the colours and nothing else: the
+layout stays the one of the terminal (rich's console honours the variable).
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "cyan"}
 
 
 def is_plain(stream: TextIO) -> bool:
-    """True when ``stream`` is not a terminal a person reads in colour."""
-    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+    """True when ``stream`` is not a terminal a person reads (``NO_COLOR`` is no reason: it only drops colours)."""
+    if os.environ.get("TERM") == "dumb":
         return True
     isatty = getattr(stream, "isatty", None)
     return not (isatty and isatty())
@@ -112,7 +113,7 @@ def summary_line(report: Report) -> str:
     """The one line ``--quiet`` keeps."""
     t = report.totals()
     parts = [f"{t['files']} files", f"{t['changed']} {_changed_word(report.mode)}", f"{t['failed']} failed"]
-    work = f"{t['edits']} edits ({t['review']} review), {t['manual']} manual"
+    work = f"{t['edits']} edits ({t['review']} review{_with_todo(t)}), {t['manual']} manual"
     return f"neuron-migrate: {', '.join(parts)}; {work}"
 
 
@@ -201,7 +202,7 @@ class Terminal:
             f"{t['failed']} failed, {t['skipped']} skipped"
         )
         lines.append(
-            f"edits: {t['edits']} ({t['safe']} safe, {t['review']} review); "
+            f"edits: {t['edits']} ({t['safe']} safe, {t['review']} review{_with_todo(t)}); "
             f"manual: {t['manual']}; suppressed: {t['suppressed']}"
         )
         checklist = report.checklist()
@@ -227,6 +228,8 @@ class Terminal:
             table.add_row("skipped", str(t["skipped"]))
         table.add_row("safe edits", _count(t["safe"], "green"))
         table.add_row("review edits", _count(t["review"], "yellow"))
+        if t["with_todo"]:
+            table.add_row("edits with a TODO", _count(t["with_todo"], "red"))
         table.add_row("manual", _count(t["manual"], "red"))
         if t["suppressed"]:
             table.add_row("suppressed", str(t["suppressed"]))
@@ -258,6 +261,11 @@ class Terminal:
         if report_path:
             console.print()
             console.print(f"Report written to [bold]{escape(report_path)}[/]")
+
+
+def _with_todo(totals: dict[str, int]) -> str:
+    """The edits that are neither safe nor review: done by a manual rule, which left a TODO beside them."""
+    return f", {totals['with_todo']} with a TODO" if totals["with_todo"] else ""
 
 
 def _count(value: int, style: str) -> str:
