@@ -45,7 +45,7 @@ class AllReduceToDist(DistributedRule):
                 "# neuron-migrate(NM125): xm.all_reduce returned a new tensor for one input; "
                 "check `loss` is not a list\n"
                 "total = loss.clone()\n"
-                "if dist.is_initialized():\n"
+                "if dist.is_initialized() and dist.get_world_size() > 1:\n"
                 "    dist.all_reduce(total, op=dist.ReduceOp.SUM)\n"
                 "    total.mul_(1.0 / world_size)\n"
             ),
@@ -134,9 +134,11 @@ class AllReduceToDist(DistributedRule):
 
     @staticmethod
     def reduce_lines(dist: str, tensor: str, op: str, scale: str | None, depth: int) -> list[str]:
-        # Scaling stays under the guard: with one process xm.all_reduce returned the input unscaled.
+        # Scaling stays under the guard: with one process xm.all_reduce returned the input unscaled, also in a
+        # process group of one (torchrun --nproc_per_node 1).
         inner = "\t" * (depth + 1)
-        lines = [f"if {dist}.is_initialized():", f"{inner}{dist}.all_reduce({tensor}, op={op})"]
+        guard = f"{dist}.is_initialized()" if scale is None else f"{dist}.is_initialized() and {dist}.get_world_size() > 1"
+        lines = [f"if {guard}:", f"{inner}{dist}.all_reduce({tensor}, op={op})"]
         if scale is not None:
             lines.append(f"{inner}{tensor}.mul_({scale})")
         return lines
