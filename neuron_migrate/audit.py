@@ -69,7 +69,7 @@ def audit(paths: Sequence[Path | str], config: Config, progress=None) -> Report:
         if progress is not None:
             progress(done, len(tasks), task.path)
 
-    legacy = _legacy_pass(paths, config)
+    legacy = _legacy_pass(paths, config, found)
     for result in legacy.files:
         target = files.setdefault(result.path, FileResult(result.path))
         target.findings[:0] = [as_audit_finding(f) for f in result.findings]
@@ -216,11 +216,12 @@ def _no_setup() -> None:
     """Workers need nothing prepared: the checks import on first use."""
 
 
-def _legacy_pass(paths, config: Config) -> Report:
-    """The rewrite engine in check mode: every legacy API left, with the edit that migrates it."""
+def _legacy_pass(paths, config: Config, found) -> Report:
+    """The rewrite engine in check mode over the files the audit found: every legacy API left, with the edit
+    that migrates it."""
     from neuron_migrate.migrate.runner import run
 
-    return run(paths, config, mode="check", diffs=False)  # the audit shows findings, never a diff
+    return run(paths, config, mode="check", diffs=False, found=found)  # the audit shows findings, never a diff
 
 
 def as_audit_finding(finding: Finding) -> Finding:

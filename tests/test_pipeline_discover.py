@@ -183,3 +183,22 @@ def test_symlink_to_a_file_outside_the_tree_is_skipped(tmp_path):
     assert [f.path.name for f in result.files] == ["a.py"]
     [skipped] = result.skipped
     assert skipped.path == tree / "shared.py" and "outside the tree" in skipped.reason
+
+
+def test_the_audit_walks_the_tree_once(tmp_path, monkeypatch):
+    from neuron_migrate import audit
+    from neuron_migrate.config import load_config
+    from neuron_migrate.migrate import runner
+
+    (tmp_path / "train.py").write_text("import torch_xla.core.xla_model as xm\nxm.mark_step()\n")
+    walks = []
+
+    def counted(paths, config):
+        walks.append(paths)
+        return discover(paths, config)
+
+    monkeypatch.setattr(audit, "discover", counted)
+    monkeypatch.setattr(runner, "discover", counted)
+    report = audit.audit([tmp_path], load_config([tmp_path], cache=False))
+    assert len(walks) == 1
+    assert any(f.rule == "NM110" for result in report.files for f in result.findings), "the legacy pass still ran"

@@ -19,7 +19,7 @@ from neuron_migrate import __version__
 from neuron_migrate.config import Config, size_text
 from neuron_migrate.migrate import parallel
 from neuron_migrate.migrate.cache import Cache, PlanSummary, related_sources
-from neuron_migrate.migrate.discover import SourceFile, discover
+from neuron_migrate.migrate.discover import Discovery, SourceFile, discover
 from neuron_migrate.migrate.prefilter import KindPrefilter, words_by_file_kind
 from neuron_migrate.migrate.sources import ADAPTERS, Outcome, not_read_reason, wide_encoding
 from neuron_migrate.migrate.write import atomic_write, diffs_computed, unified_diff
@@ -60,16 +60,18 @@ def run(
     mode: str = "write",
     progress: Progress | None = None,
     diffs: bool = True,
+    found: Discovery | None = None,
 ) -> Report:
     """Rewrite (``write``), or only report what would change (``diff``, ``check``: nothing is written).
 
     ``diffs=False`` leaves ``FileResult.diff`` empty: a run whose output shows no diff skips computing them.
+    ``found`` is what a caller discovered in ``paths`` already (the audit), so the tree is walked once.
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
     started = time.perf_counter()
     cwd = Path.cwd()
-    found = discover(paths, config)
+    found = found if found is not None else discover(paths, config)
     summary = plan_summary(config)
     cache = None
     if _cache_on(config):
