@@ -1,0 +1,58 @@
+"""What the CUDA rules share: their base class, the accelerator expressions and the "cuda" strings."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from neuron_migrate.rules.base import Rule
+
+DOCS_ACCELERATOR = "https://docs.pytorch.org/docs/stable/accelerator.html"
+DOCS_DISTRIBUTED = "https://docs.pytorch.org/docs/stable/distributed.html"
+DOCS_AMP = "https://docs.pytorch.org/docs/stable/amp.html"
+DOCS_TORCH_NEURON = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
+DOCS_BF16 = (
+    "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/appnotes/torch-neuronx/"
+    "migration-from-xla-downcast-bf16.html"
+)
+
+# "cuda" and "cuda:N", the device strings of CUDA code
+CUDA_STRING = re.compile(r"cuda(?::(\d+))?")
+
+
+class CudaRule(Rule):
+    """A rule of CUDA code: it runs with ``--from cuda`` only."""
+
+    source = "cuda"
+
+
+def cuda_string(node: cst.CSTNode | None) -> re.Match | None:
+    """The match of a plain ``"cuda"`` / ``"cuda:N"`` string literal, else None."""
+    if not isinstance(node, cst.SimpleString) or node.prefix.lower() not in ("", "u"):
+        return None
+    return CUDA_STRING.fullmatch(node.evaluated_value)
+
+
+def accelerator(ctx) -> str:
+    """The expression of the accelerator's device (``torch.device("neuron")`` on Trainium, ``cuda`` on a GPU)."""
+    return f"{ctx.require_import('torch')}.accelerator.current_accelerator()"
+
+
+def accelerator_type(ctx) -> str:
+    """The accelerator's device type as a string ("neuron", "cuda")."""
+    return f"{accelerator(ctx)}.type"
+
+
+def device_expression(ctx, match: re.Match) -> str:
+    """What a ``"cuda"`` / ``"cuda:N"`` device becomes: the accelerator, or its device number N."""
+    if match.group(1) is None:
+        return accelerator(ctx)
+    return f"{ctx.require_import('torch')}.device({accelerator_type(ctx)}, {match.group(1)})"
+
+
+def string_expression(ctx, match: re.Match) -> str:
+    """What a ``"cuda"`` / ``"cuda:N"`` string held where a string is kept becomes: the accelerator's type."""
+    if match.group(1) is None:
+        return accelerator_type(ctx)
+    return f'f"{{{accelerator_type(ctx)}}}:{match.group(1)}"'
