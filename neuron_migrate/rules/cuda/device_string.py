@@ -28,7 +28,8 @@ _COMPARISON = (
 @register
 class DeviceString(CudaRule):
     """``"cuda"`` / ``"cuda:N"`` / ``f"cuda:{i}"`` where a device is meant -> the accelerator
-    (``torch.accelerator.current_accelerator()``, or its ``.type`` where the code keeps a string): the GPU on a
+    (``torch.accelerator.current_accelerator()`` in ``.to(...)``, its ``.type`` elsewhere, since some device
+    parameters take a string only): the GPU on a
     GPU, the neuron device on Trainium. Device positions: ``device=``, ``map_location=``, ``.to(...)``,
     ``torch.device(...)``, a variable named ``*device*`` and a ``--device`` option's default. A comparison with
     "cuda" is not rewritten (what the branch turns on may be CUDA-only): it gets a TODO."""
@@ -38,7 +39,7 @@ class DeviceString(CudaRule):
         '"cuda" device strings -> the accelerator',
         safety=SAFE,
         summary=(
-            '"cuda" where a device is meant becomes torch.accelerator.current_accelerator() (or its type, where a '
+            '"cuda" where a device is meant becomes torch.accelerator.current_accelerator() (its type, where a '
             'string is kept); a test for "cuda" gets a TODO.'
         ),
         docs=(DOCS_ACCELERATOR, DOCS_TORCH_NEURON),
@@ -53,8 +54,8 @@ class DeviceString(CudaRule):
             after=(
                 "import torch\n\n"
                 "device = torch.accelerator.current_accelerator().type\n"
-                "x = torch.zeros(4, device=torch.accelerator.current_accelerator())\n"
-                'state = torch.load("model.pt", map_location=torch.device(torch.accelerator.current_accelerator().type, 0))\n'
+                "x = torch.zeros(4, device=torch.accelerator.current_accelerator().type)\n"
+                'state = torch.load("model.pt", map_location=f"{torch.accelerator.current_accelerator().type}:0")\n'
             ),
         ),
     )
@@ -81,9 +82,10 @@ class DeviceString(CudaRule):
         for position, arg in enumerate(updated.args):
             keyword = arg.keyword.value if arg.keyword is not None else None
             new = None
-            if keyword in DEVICE_KEYWORDS or (position == 0 and keyword is None and is_to):
+            if position == 0 and keyword is None and is_to:
                 new = self._device(arg.value)
-            elif option and keyword == "default":
+            elif keyword in DEVICE_KEYWORDS or (option and keyword == "default"):
+                # a string, which every device parameter takes (some, such as GradScaler's, take nothing else)
                 new = self._string(arg.value)
             if new is not None:
                 arg = arg.with_changes(value=new)
