@@ -51,8 +51,15 @@ def device_expression(ctx, match: re.Match) -> str:
     return f"{ctx.require_import('torch')}.device({accelerator_type(ctx)}, {match.group(1)})"
 
 
+def accelerator_name(ctx) -> str:
+    """The accelerator's device type as a string that is safe to compute early (a default, a module-level
+    setting): ``str()`` of the device gives "neuron" or "cuda", and "None" rather than an error where there is
+    no accelerator, so a script still imports, and fails at first use as a "cuda" string did."""
+    return f"str({accelerator(ctx)})"
+
+
 def string_expression(ctx, match: re.Match) -> str:
-    """What a ``"cuda"`` / ``"cuda:N"`` string held where a string is kept becomes: the accelerator's type."""
+    """What a ``"cuda"`` / ``"cuda:N"`` string held where a string is kept becomes: the accelerator's name."""
     if match.group(1) is None:
-        return accelerator_type(ctx)
-    return f'f"{{{accelerator_type(ctx)}}}:{match.group(1)}"'
+        return accelerator_name(ctx)
+    return f'f"{{{accelerator(ctx)}}}:{match.group(1)}"'

@@ -9,7 +9,7 @@ from neuron_migrate.rules.cuda.common import (
     DOCS_ACCELERATOR,
     DOCS_TORCH_NEURON,
     CudaRule,
-    accelerator_type,
+    accelerator,
     cuda_string,
     device_expression,
     string_expression,
@@ -28,10 +28,12 @@ _COMPARISON = (
 @register
 class DeviceString(CudaRule):
     """``"cuda"`` / ``"cuda:N"`` / ``f"cuda:{i}"`` where a device is meant -> the accelerator
-    (``torch.accelerator.current_accelerator()`` in ``.to(...)``, its ``.type`` elsewhere, since some device
-    parameters take a string only): the GPU on a
+    (``torch.accelerator.current_accelerator()`` in ``.to(...)``, its name ``str(...)`` elsewhere, since some
+    device parameters take a string only, and a default or setting computed at import must not fail where
+    there is no accelerator): the GPU on a
     GPU, the neuron device on Trainium. Device positions: ``device=``, ``map_location=``, ``.to(...)``,
-    ``torch.device(...)``, a variable named ``*device*`` and a ``--device`` option's default. A comparison with
+    ``torch.device(...)``, a variable or parameter named ``*device*``, a ``--device`` option's default and
+    ``getattr(args, "device", "cuda")``. A comparison with
     "cuda" is not rewritten (what the branch turns on may be CUDA-only): it gets a TODO."""
 
     meta = RuleMeta(
@@ -53,9 +55,9 @@ class DeviceString(CudaRule):
             ),
             after=(
                 "import torch\n\n"
-                "device = torch.accelerator.current_accelerator().type\n"
-                "x = torch.zeros(4, device=torch.accelerator.current_accelerator().type)\n"
-                'state = torch.load("model.pt", map_location=f"{torch.accelerator.current_accelerator().type}:0")\n'
+                "device = str(torch.accelerator.current_accelerator())\n"
+                "x = torch.zeros(4, device=str(torch.accelerator.current_accelerator()))\n"
+                'state = torch.load("model.pt", map_location=f"{torch.accelerator.current_accelerator()}:0")\n'
             ),
         ),
     )
@@ -77,6 +79,8 @@ class DeviceString(CudaRule):
     def leave_Call(self, original: cst.Call, updated: cst.Call):
         is_to = isinstance(updated.func, cst.Attribute) and updated.func.attr.value in DEVICE_METHODS
         option = self._device_option(updated)
+        if self._device_getattr(updated):
+            return updated.with_changes(args=[*updated.args[:2], updated.args[2].with_changes(value=self._string(updated.args[2].value))])
         args = []
         changed = False
         for position, arg in enumerate(updated.args):
@@ -101,6 +105,23 @@ class DeviceString(CudaRule):
             return False
         flags = [a.value for a in call.args if a.keyword is None and isinstance(a.value, cst.SimpleString)]
         return any("device" in flag.evaluated_value for flag in flags if isinstance(flag.evaluated_value, str))
+
+    @classmethod
+    def _device_getattr(cls, call: cst.Call) -> bool:
+        """``getattr(args, "device", "cuda")``: the default of a device setting."""
+        args = call.args
+        if not (isinstance(call.func, cst.Name) and call.func.value == "getattr" and len(args) == 3):
+            return False
+        name = args[1].value
+        return (isinstance(name, cst.SimpleString) and "device" in str(name.evaluated_value)
+                and cuda_string(args[2].value) is not None)
+
+    def leave_Param(self, original: cst.Param, updated: cst.Param):
+        """``def f(device="cuda")``: a parameter's device default."""
+        if updated.default is None or "device" not in updated.name.value.lower():
+            return updated
+        new = self._string(updated.default)
+        return updated if new is None else updated.with_changes(default=new)
 
     # ----- a variable that holds the device ------------------------------------------------------
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign):
@@ -147,7 +168,7 @@ class DeviceString(CudaRule):
             return None
         if any("'" in _code(p) or '"' in _code(p) for p in parts[1:]):
             return None
-        kind = cst.FormattedStringExpression(expression=self.ctx.expr(accelerator_type(self.ctx)))
+        kind = cst.FormattedStringExpression(expression=self.ctx.expr(accelerator(self.ctx)))
         rest = first.with_changes(value=first.value[len("cuda"):])
         return value.with_changes(parts=[kind, rest, *parts[1:]])
 

@@ -11,7 +11,8 @@ from neuron_migrate.rules.tables.cuda import ROWS
 class RuntimeQueries(CudaRule):
     """``torch.cuda.is_available`` / ``device_count`` / ``set_device`` / ``current_device`` / ``synchronize`` ->
     their ``torch.accelerator`` twins (DOCS_ACCELERATOR), which answer for the GPU on a GPU and for the neuron
-    device on Trainium."""
+    device on Trainium. The questions about the GPU itself (``is_bf16_supported``, ``get_device_properties``)
+    have no twin of the same meaning: they get a TODO."""
 
     meta = RuleMeta(
         "NM603",

@@ -1,5 +1,5 @@
-"""CUDA runtime calls a table answers: the device queries torch.accelerator has (NM603), the seeds (NM604) and the
-CUDA memory statistics (NM605)."""
+"""CUDA runtime calls a table answers: the device queries torch.accelerator has, and those about the GPU itself
+(NM603), the seeds (NM604) and the CUDA memory statistics (NM605)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,16 @@ _MEMORY = (
 )
 
 
+BF16_CHECK = (
+    "asks whether the CUDA GPU computes in bfloat16 (False without CUDA); the neuron device does: test "
+    'torch.accelerator.current_accelerator().type == "neuron" too, or drop the check'
+)
+GPU_PROPERTIES = (
+    "describes the CUDA GPU and fails without CUDA: guard it with torch.cuda.is_available(), or read "
+    "torch.accelerator.get_device_capability() where capabilities are what is asked"
+)
+
+
 def memory_step(name: str) -> str:
     if name == "empty_cache":
         return "frees cached CUDA memory only (a no-op without CUDA): delete it, or keep it for GPU runs"
@@ -39,6 +49,9 @@ def memory_step(name: str) -> str:
 
 ROWS = (
     *(Row(f"torch.cuda.{old}", "NM603", Rename(f"torch.accelerator.{new}", module="torch")) for old, new in _ACCELERATOR),
+    Row("torch.cuda.is_bf16_supported", "NM603", Manual(BF16_CHECK)),
+    *(Row(f"torch.cuda.{name}", "NM603", Manual(GPU_PROPERTIES))
+      for name in ("get_device_properties", "get_device_name", "get_device_capability")),
     Row("torch.cuda.manual_seed", "NM604", Rename("torch.manual_seed", module="torch", review=SEED_REVIEW)),
     Row("torch.cuda.manual_seed_all", "NM604", Rename("torch.manual_seed", module="torch", review=SEED_REVIEW)),
     *(Row(f"torch.cuda.{name}", "NM605", Manual(memory_step(name))) for name in _MEMORY),
