@@ -134,7 +134,9 @@ class DeviceString(CudaRule):
     # ----- a test for "cuda" ---------------------------------------------------------------------
     def leave_Comparison(self, original: cst.Comparison, updated: cst.Comparison):
         operands = [original.left, *(c.comparator for c in original.comparisons)]
-        if any(cuda_string(o) for o in operands):
+        # ``device.type in ("cuda", "mps")`` tests for "cuda" too
+        members = [e.value for o in operands if isinstance(o, (cst.Tuple, cst.List, cst.Set)) for e in o.elements]
+        if any(cuda_string(o) for o in (*operands, *members)):
             self.ctx.manual(original, _COMPARISON)
         return updated
 

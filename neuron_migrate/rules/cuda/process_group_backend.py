@@ -16,6 +16,10 @@ _GROUP_CALLS = {
     "torch.distributed.distributed_c10d.new_group": ("ranks", "timeout", "backend"),
 }
 NCCL = "nccl"
+_BACKEND_TABLE = (
+    'a device type -> backend table: add "neuron": "neuron" for the neuron device, or ask '
+    "torch.distributed.get_default_backend_for_device(device) instead"
+)
 
 
 def _is_nccl(node: cst.CSTNode | None) -> bool:
@@ -27,7 +31,7 @@ class ProcessGroupBackend(CudaRule):
     """``init_process_group("nccl")`` / ``backend="nccl"`` -> ``backend=torch.distributed.
     get_default_backend_for_device(torch.accelerator.current_accelerator())`` (torch 2.13, DOCS_DISTRIBUTED):
     "nccl" on a GPU, "neuron" on Trainium. The same for a ``*backend*`` variable or ``--*backend`` option set to
-    "nccl". ``DDP(model, device_ids=[local_rank])`` stays as it is: the index names a device of the accelerator."""
+    "nccl"; a ``{"cuda": "nccl"}`` table of its own gets a TODO. ``DDP(model, device_ids=[local_rank])`` stays as it is: the index names a device of the accelerator."""
 
     meta = RuleMeta(
         "NM620",
@@ -71,6 +75,14 @@ class ProcessGroupBackend(CudaRule):
         if not _is_nccl(updated.value) or not any(isinstance(n, cst.Name) and "backend" in n.value.lower() for n in names):
             return updated
         return Edit(updated.with_changes(value=self._backend()), safe=True)
+
+    def leave_Dict(self, original: cst.Dict, updated: cst.Dict):
+        """``{"cuda": "nccl", "cpu": "gloo"}``: the code picks its backend by device type itself."""
+        pairs = [(e.key, e.value) for e in original.elements if isinstance(e, cst.DictElement)]
+        if any(_is_nccl(value) and isinstance(key, cst.SimpleString) and key.evaluated_value == "cuda"
+               for key, value in pairs):
+            self.ctx.manual(original, _BACKEND_TABLE)
+        return updated
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
         """``parser.add_argument("--dist-backend", default="nccl")``."""
