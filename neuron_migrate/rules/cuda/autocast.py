@@ -6,7 +6,7 @@ import libcst as cst
 
 from neuron_migrate.rules.base import REVIEW, Edit, Example, RuleMeta, register
 from neuron_migrate.rules.calls import bind_args, keyword_arg, literal, new_keyword
-from neuron_migrate.rules.cuda.common import DOCS_AMP, DOCS_BF16, CudaRule, accelerator_type, cuda_string
+from neuron_migrate.rules.cuda.common import DOCS_AMP, DOCS_BF16, CudaRule, accelerator_type, cuda_string, legacy_owned
 from neuron_migrate.rules.xla_amp.common import AUTOCAST_PARAMS, CUDA_AUTOCAST_CALLS, _respaced
 
 # Autocast entry points with a device parameter, and the torch.cuda.amp one that is always "cuda".
@@ -54,7 +54,7 @@ class Autocast(CudaRule):
     calls = {qname: "to_accelerator" for qname in _CALLS}
 
     def to_accelerator(self, original: cst.Call, updated: cst.Call, qname: str):
-        if self.ctx.has_legacy_imports:
+        if legacy_owned(self.ctx, "NM150"):
             return updated  # XLA code's "cuda" autocast meant the XLA device: NM150 decides
         params = _CALLS[qname]
         bound = bind_args(updated, params)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.rules.base import MANUAL, Example, RuleMeta, register
-from neuron_migrate.rules.cuda.common import DOCS_AMP, DOCS_BF16, CudaRule
+from neuron_migrate.rules.cuda.common import DOCS_AMP, DOCS_BF16, CudaRule, legacy_owned
 from neuron_migrate.rules.xla_amp.common import GRAD_SCALERS
 
 SCALER_STEP = (
@@ -36,6 +36,6 @@ class GradScaler(CudaRule):
     calls = {qname: "flag_scaler" for qname in GRAD_SCALERS if qname.startswith("torch.")}
 
     def flag_scaler(self, original: cst.Call, updated: cst.Call, qname: str):
-        if not self.ctx.has_legacy_imports:
+        if not legacy_owned(self.ctx, "NM152"):
             self.ctx.manual(original, SCALER_STEP)
         return updated
