@@ -78,10 +78,11 @@ class ProcessGroupBackend(CudaRule):
 
     def leave_Dict(self, original: cst.Dict, updated: cst.Dict):
         """``{"cuda": "nccl", "cpu": "gloo"}``: the code picks its backend by device type itself."""
-        pairs = [(e.key, e.value) for e in original.elements if isinstance(e, cst.DictElement)]
-        if any(_is_nccl(value) and isinstance(key, cst.SimpleString) and key.evaluated_value == "cuda"
-               for key, value in pairs):
-            self.ctx.manual(original, _BACKEND_TABLE)
+        for element in original.elements:
+            key = element.key if isinstance(element, cst.DictElement) else None
+            if isinstance(key, cst.SimpleString) and key.evaluated_value == "cuda" and _is_nccl(element.value):
+                # the finding points at the entry, which may lie lines below the marker above the statement
+                self.ctx.manual(element, _BACKEND_TABLE)
         return updated
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
