@@ -168,6 +168,11 @@ MaxFileSeconds = Annotated[
 ]
 
 
+class MigrateFrom(str, Enum):
+    legacy = "legacy"
+    cuda = "cuda"
+
+
 class OutputFormat(str, Enum):
     text = "text"
     github = "github"
@@ -203,6 +208,11 @@ def rewrite(
         typer.Option("--keep-dual-stack", help="Keep code's torch_xla branches and add a neuron one beside each "
                                                "(for libraries that must still run on the XLA stack)."),
     ] = False,
+    migrate_from: Annotated[
+        Optional[MigrateFrom],
+        typer.Option("--from", help="What to migrate: legacy Neuron code (default), or cuda: CUDA code too "
+                                    "(devices, precision, process group; see the NM6 rules)."),
+    ] = None,
     jobs: Annotated[Optional[int], typer.Option("--jobs", min=1, help="Worker processes (default: CPU count).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the result cache.")] = False,
     max_file_size: MaxFileSize = None,
@@ -238,7 +248,8 @@ def rewrite(
         if len(paths) > 1:
             raise _fail("- (stdin) cannot be combined with other paths")
         raise typer.Exit(
-            _rewrite_stdin(stdin_filename or "stdin.py", selected, ignored, no_comments, keep_dual_stack, diff, check)
+            _rewrite_stdin(stdin_filename or "stdin.py", selected, ignored, no_comments, keep_dual_stack, diff, check,
+                           migrate_from is MigrateFrom.cuda)
         )
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
@@ -259,6 +270,7 @@ def rewrite(
             max_file_size=size_limit,
             max_file_seconds=max_file_seconds,
             write_read_only=True if write_read_only else None,
+            migrate_from=None if migrate_from is None else migrate_from.value,
         )
     except ConfigError as exc:
         raise _fail(str(exc)) from None
@@ -331,7 +343,9 @@ def _print_findings_as(report, fmt: str, rules, terminal, stream, full_report: s
     stream.flush()
 
 
-def _rewrite_stdin(name: str, select, ignore, no_comments: bool, keep_dual_stack: bool, diff: bool, check: bool) -> int:
+def _rewrite_stdin(
+    name: str, select, ignore, no_comments: bool, keep_dual_stack: bool, diff: bool, check: bool, from_cuda: bool = False
+) -> int:
     """``rewrite -``: the file read from stdin, rewritten on stdout (or its diff with --diff, nothing with
     --check); findings go to stderr. Exit codes as for files."""
     from neuron_migrate.migrate.discover import kind_of
@@ -341,7 +355,7 @@ def _rewrite_stdin(name: str, select, ignore, no_comments: bool, keep_dual_stack
 
     data = sys.stdin.buffer.read()
     kind = kind_of(name) or "python"
-    plan = rule_plan(tuple(select or ()), tuple(ignore or ()), keep_dual_stack)
+    plan = rule_plan(tuple(select or ()), tuple(ignore or ()), keep_dual_stack, from_cuda)
     outcome = ADAPTERS[kind](data, name, plan, no_comments)
     for finding in outcome.findings:
         typer.echo(f"{name}:{finding.span.line}:{finding.span.column}: {finding.rule} [{finding.safety}] "

@@ -17,6 +17,7 @@ line: ``None`` means "not given", anything else overrides the file.
     max-file-size = "1MB"
     max-file-seconds = 60
     write-read-only = false
+    from = "cuda"
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ CACHE_ENV = "NEURON_MIGRATE_CACHE_DIR"
 # is skipped.
 DEFAULT_MAX_FILE_SIZE = 1_000_000  # bytes of code
 DEFAULT_MAX_FILE_SECONDS = 60.0
+# What `from` may name: the legacy Neuron stack (the default), or CUDA code (its rules run besides the legacy ones).
+MIGRATE_FROM = ("legacy", "cuda")
 
 
 class ConfigError(Exception):
@@ -76,6 +79,8 @@ class Config:
     max_file_seconds: float = DEFAULT_MAX_FILE_SECONDS
     # Rewrite files without write permission too (by default they are skipped and reported, as ruff and black do).
     write_read_only: bool = False
+    # "cuda": the CUDA rules run too (``rewrite --from cuda``); "legacy": only the legacy Neuron rules.
+    migrate_from: str = "legacy"
 
     @property
     def excludes(self) -> tuple[str, ...]:
@@ -98,6 +103,7 @@ class Config:
             "per_file_ignores": [[pattern, sorted(ids)] for pattern, ids in self.per_file_ignores],
             "no_comments": self.no_comments,
             "keep_dual_stack": self.keep_dual_stack,
+            "from": self.migrate_from,
         }
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -124,6 +130,10 @@ def _per_file_ignores(value: Any) -> tuple[tuple[str, tuple[str, ...]], ...] | N
 
 def _boolean(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
+
+
+def _migrate_from(value: Any) -> str | None:
+    return value if value in MIGRATE_FROM else None
 
 
 def _positive_int(value: Any) -> int | None:
@@ -181,6 +191,7 @@ KEYS = {
     "max-file-size": ("max_file_size", parse_size, 'a size in bytes, or with a unit: "1MB", "500KB" (0: no limit)'),
     "max-file-seconds": ("max_file_seconds", _non_negative_number, "a number of seconds (0: no limit)"),
     "write-read-only": ("write_read_only", _boolean, "true or false"),
+    "from": ("migrate_from", _migrate_from, '"legacy" or "cuda"'),
 }
 
 
@@ -252,6 +263,7 @@ def load_config(
     max_file_size: int | None = None,
     max_file_seconds: float | None = None,
     write_read_only: bool | None = None,
+    migrate_from: str | None = None,
 ) -> Config:
     """Settings for a run over ``paths``: the project's pyproject.toml, overridden by the arguments."""
     start = Path(paths[0]) if paths else Path.cwd()
@@ -274,7 +286,10 @@ def load_config(
         "max_file_size": max_file_size,
         "max_file_seconds": max_file_seconds,
         "write_read_only": write_read_only,
+        "migrate_from": migrate_from,
     }
+    if migrate_from is not None and _migrate_from(migrate_from) is None:
+        raise ConfigError(f"from must be one of {', '.join(MIGRATE_FROM)}, got {migrate_from!r}")
     if jobs is not None and _positive_int(jobs) is None:
         raise ConfigError(f"jobs must be a positive integer, got {jobs!r}")
     values.update({name: value for name, value in flags.items() if value is not None})

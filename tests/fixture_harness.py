@@ -136,6 +136,18 @@ class Case:
         return self.name.startswith("keep_dual_stack")
 
     @property
+    def from_cuda(self) -> bool:
+        """A case of a CUDA rule (source "cuda") is rewritten with --from cuda."""
+        from neuron_migrate.ruleapi import get_rule
+
+        rule = get_rule(self.rule) if self.rule else None
+        return rule is not None and rule.source == "cuda"
+
+    def plan(self, *rules: str):
+        """The plan this case runs under: ``rules`` (every rule when none), its switches."""
+        return plan_for(*rules, keep=self.keeps_dual_stack, cuda=self.from_cuda)
+
+    @property
     def ext(self) -> str:
         return self.source.name.rsplit(".", 1)[1]
 
@@ -183,11 +195,11 @@ def all_cases() -> list[Case]:
 
 
 @lru_cache(maxsize=None)
-def plan_for(*rules: str, keep: bool = False):
-    """Only these rules; every rule when none is named. ``keep``: with --keep-dual-stack."""
+def plan_for(*rules: str, keep: bool = False, cuda: bool = False):
+    """Only these rules; every rule when none is named. ``keep``: with --keep-dual-stack; ``cuda``: --from cuda."""
     from neuron_migrate.migrate.engine import RulePlan
 
-    return RulePlan.build(select=list(rules), keep_dual_stack=keep)
+    return RulePlan.build(select=list(rules), keep_dual_stack=keep, from_cuda=cuda)
 
 
 def rewrite(case: Case, data: bytes, plan, no_comments: bool = False):
@@ -226,7 +238,7 @@ def findings_text(findings) -> str:
 def snapshot(case: Case) -> str:
     """What ``case.findings_file`` must hold: the findings of the all-rules run."""
     data = case.source.read_bytes()
-    return findings_text(rewrite(case, data, plan_for(keep=case.keeps_dual_stack)).findings)
+    return findings_text(rewrite(case, data, case.plan()).findings)
 
 
 def rule_lines(text: str, rule: str) -> list[str]:

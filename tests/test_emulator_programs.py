@@ -338,3 +338,24 @@ def test_a_script_that_picks_its_device_through_a_try_import_trains_on_neuron_as
                            capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr[-3000:]
     assert json.loads((tmp_path / "host.json").read_text())["device"] == "cpu"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_a_cuda_script_rewritten_from_cuda_trains_on_the_neuron_device(tmp_path, ranks):
+    script = tmp_path / "cuda_train.py"
+    shutil.copy(PROGRAMS / "cuda_train.py", script)
+    rewrite = subprocess.run([sys.executable, "-m", "neuron_migrate", "rewrite", "--from", "cuda", "--no-cache",
+                              str(script)], env=_env(), capture_output=True, text=True, timeout=120)
+    assert rewrite.returncode == 1, rewrite.stdout + rewrite.stderr  # 1: changed
+    code = script.read_text()
+    assert ".cuda(" not in code and '"cuda"' not in code and '"nccl"' not in code
+    args = ["--nproc", str(ranks)] if ranks > 1 else []
+    out = tmp_path / "out.json"
+    proc = _emulate([*args, str(script), str(out)], cwd=tmp_path, timeout=180)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["device"] == "neuron:0" and result["device_count"] >= 1
+    assert result["losses"][-1] < result["losses"][0]
+    if ranks > 1:
+        assert result["backend"] == "neuron"

@@ -50,10 +50,12 @@ def test_every_key_in_kebab_case(tmp_path):
         "no-comments = true\n"
         "keep-dual-stack = true\n"
         "jobs = 3\n"
-        "cache = false\n",
+        "cache = false\n"
+        'from = "cuda"\n',
     )
     config = load_config([tmp_path])
     assert config.keep_dual_stack is True
+    assert config.migrate_from == "cuda"
     assert config.select == ("NM1", "NM2")
     assert config.ignore == ("NM150",)
     assert config.exclude == ("legacy/",)
@@ -89,6 +91,7 @@ def test_keyword_arguments_override_the_file(tmp_path):
         ("jobs = true\n", ["jobs must be a positive integer"]),
         ("cache = 1\n", ["cache must be true or false"]),
         ("select = [1, 2]\n", ["select must be a list of rule ids"]),
+        ('from = "gpu"\n', ['from must be "legacy" or "cuda"']),
     ],
 )
 def test_bad_settings_name_the_file_and_key(tmp_path, body, words):
@@ -105,6 +108,14 @@ def test_invalid_toml_is_a_config_error(tmp_path):
     write_pyproject(tmp_path, "[tool.neuron-migrate\nselect = \n")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_config([tmp_path])
+
+
+def test_from_argument_overrides_the_file_and_is_checked(tmp_path):
+    write_pyproject(tmp_path, '[tool.neuron-migrate]\nfrom = "cuda"\n')
+    assert load_config([tmp_path]).migrate_from == "cuda"
+    assert load_config([tmp_path], migrate_from="legacy").migrate_from == "legacy"
+    with pytest.raises(ConfigError, match="from must be one of legacy, cuda"):
+        load_config([tmp_path], migrate_from="gpu")
 
 
 def test_bad_jobs_argument(tmp_path):
@@ -125,6 +136,7 @@ def test_fingerprint_tracks_only_what_changes_the_output():
     assert Config(select=("NM1", "nm2")).fingerprint() == Config(select=("NM2", "NM1")).fingerprint()
     assert base.fingerprint() != Config(no_comments=True).fingerprint()
     assert base.fingerprint() != Config(keep_dual_stack=True).fingerprint()
+    assert base.fingerprint() != Config(migrate_from="cuda").fingerprint()
     assert base.fingerprint() != Config(select=("NM1",)).fingerprint()
     assert base.fingerprint() != Config(ignore=("NM1",)).fingerprint()
 

@@ -13,7 +13,7 @@ from neuron_migrate.config import load_config
 from neuron_migrate.migrate import runner, sources
 from neuron_migrate.migrate.discover import kind_of
 from neuron_migrate.migrate.prefilter import ANY_KIND, KindPrefilter, Prefilter, words_by_file_kind
-from neuron_migrate.rules.base import all_rules
+from neuron_migrate.rules.base import all_rules, get_rule
 from neuron_migrate.rules.catalog import EXAMPLE_FILES
 
 WORDS = (b"torch_xla", b"xla", b"XLA_", b"XLA_FLAGS", b"NEURON_CC_FLAGS", b"NEURON_RT_X", b"init_process_group")
@@ -100,8 +100,14 @@ def test_a_python_file_holding_only_shell_and_dockerfile_words_is_not_parsed(tmp
     assert {f.path: f.status for f in report.files} == {"notes.py": "unchanged", "run.sh": "changed"}
 
 
-def _plan_words():
-    return runner.plan_summary(load_config([FIXTURES], cache=False)).triggers
+def _plan_words(migrate_from: str = "legacy"):
+    return runner.plan_summary(load_config([FIXTURES], cache=False, migrate_from=migrate_from)).triggers
+
+
+def _words_for(rule_id: str):
+    """The words of the run a rule's fixtures are rewritten in: with --from cuda for a CUDA rule."""
+    rule = get_rule(rule_id)
+    return _CUDA_WORDS if rule is not None and rule.source == "cuda" else _WORDS
 
 
 def _before_fixtures():
@@ -114,7 +120,8 @@ def _before_fixtures():
 
 @pytest.mark.parametrize(("path", "kind"), list(_before_fixtures()), ids=lambda v: getattr(v, "name", v))
 def test_every_before_fixture_passes_the_prefilter_of_its_file_kind(path, kind):
-    assert KindPrefilter(_WORDS)(kind, path.read_bytes()), f"{path.name}: no trigger word of a {kind} file"
+    words = _words_for(path.parent.name)
+    assert KindPrefilter(words)(kind, path.read_bytes()), f"{path.name}: no trigger word of a {kind} file"
 
 
 @pytest.mark.parametrize("rule", [r for r in all_rules() if r.meta.example], ids=lambda r: r.meta.id)
@@ -123,7 +130,9 @@ def test_every_rule_example_passes_the_prefilter_of_its_file_kind(rule):
     if example.before == example.after:
         return
     kind = kind_of(EXAMPLE_FILES[rule.meta.kind])
-    assert KindPrefilter(_WORDS)(kind, example.before.encode()), f"{rule.meta.id}: no trigger word of a {kind} file"
+    words = _words_for(rule.meta.id)
+    assert KindPrefilter(words)(kind, example.before.encode()), f"{rule.meta.id}: no trigger word of a {kind} file"
 
 
 _WORDS = _plan_words()
+_CUDA_WORDS = _plan_words("cuda")

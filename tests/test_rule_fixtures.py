@@ -47,7 +47,6 @@ from fixture_harness import (
     findings_files,
     findings_text,
     output_of,
-    plan_for,
     rewrite,
     rule_lines,
 )
@@ -132,20 +131,20 @@ def _assert_snapshot(case, findings) -> None:
 def test_fixture_rewrites_to_expected(case):
     assert case.expected.exists(), f"missing expected output {case.expected.name}"
     data = case.source.read_bytes()
-    outcome = rewrite(case, data, plan_for(keep=case.keeps_dual_stack))
+    outcome = rewrite(case, data, case.plan())
     assert outcome.status != FAILED, outcome.error
     output = output_of(outcome, data)
     assert output == case.expected.read_bytes()
     case.kind.check_parses(case.source, output, data, outcome.findings)
     if case.rule:
         assert _fired(outcome.findings, case.rule), f"{case.rule} never fired on its own fixture"
-    _assert_fixpoint(case, outcome, output, plan_for(keep=case.keeps_dual_stack))
+    _assert_fixpoint(case, outcome, output, case.plan())
     _assert_snapshot(case, outcome.findings)
 
 
 @pytest.mark.parametrize("case", NOOPS, ids=_id)
 def test_noop_fixture_is_untouched(case):
-    outcome = rewrite(case, case.source.read_bytes(), plan_for(keep=case.keeps_dual_stack))
+    outcome = rewrite(case, case.source.read_bytes(), case.plan())
     assert outcome.status == UNCHANGED, outcome.diff or outcome.error
     assert not [f for f in outcome.findings if f.applied]
     _assert_snapshot(case, outcome.findings)
@@ -154,7 +153,7 @@ def test_noop_fixture_is_untouched(case):
 @pytest.mark.parametrize("case", [c for c in PAIRS if c.kind.whole_line_markers], ids=_id)
 def test_no_comments_output_is_the_expected_one_without_its_markers(case):
     data = case.source.read_bytes()
-    outcome = rewrite(case, data, plan_for(keep=case.keeps_dual_stack), no_comments=True)
+    outcome = rewrite(case, data, case.plan(), no_comments=True)
     expected = case.expected.read_text(encoding="utf-8").splitlines(keepends=True)
     kept = [line for line in expected if not MARKER_LINE.match(line)]
     assert output_of(outcome, data).decode("utf-8").splitlines(keepends=True) == kept
@@ -172,7 +171,7 @@ def test_every_findings_snapshot_belongs_to_a_case():
 @pytest.mark.parametrize("case", OF_A_RULE, ids=_id)
 def test_the_rule_alone(case):
     data = case.source.read_bytes()
-    alone = plan_for(case.rule, keep=case.keeps_dual_stack)
+    alone = case.plan(case.rule)
     outcome = rewrite(case, data, alone)
     assert outcome.status in (CHANGED, UNCHANGED), outcome.error
     output = output_of(outcome, data)
@@ -182,7 +181,7 @@ def test_the_rule_alone(case):
         assert not [f for f in outcome.findings if f.rule == case.rule and f.applied]
     elif case.rule in FOLLOWS:
         assert not _fired(outcome.findings, case.rule), f"{case.rule} fires alone: drop it from FOLLOWS"
-        together = plan_for(case.rule, *FOLLOWS[case.rule], keep=case.keeps_dual_stack)
+        together = case.plan(case.rule, *FOLLOWS[case.rule])
         assert _fired(rewrite(case, data, together).findings, case.rule), f"{case.rule} never fired"
     else:
         assert _fired(outcome.findings, case.rule), f"{case.rule} never fired on its own fixture alone"
@@ -222,6 +221,8 @@ def test_rule_example_is_what_the_engine_does(rule, migrate, plan):
         return
     import ast
 
+    if rule.source == "cuda":
+        migrate = _migrate_from_cuda
     result = migrate(example.before)
     assert result.code == example.after
     ast.parse(result.code)
@@ -236,6 +237,13 @@ def test_every_rule_has_fixtures(rule):
     assert list(folder.glob(f"*.before.{ext}")), f"{rule.meta.id}: no before/after fixture"
     if rule.meta.safety != "manual":
         assert list(folder.glob(f"*.noop.{ext}")), f"{rule.meta.id}: no no-op fixture"
+
+
+def _migrate_from_cuda(source: str):
+    """``source`` rewritten with every rule and --from cuda."""
+    from neuron_migrate.migrate.engine import RulePlan, migrate_python
+
+    return migrate_python(source, "example.py", RulePlan.build(from_cuda=True))
 
 
 def _adapt(kind: str, text: str, plan) -> str:

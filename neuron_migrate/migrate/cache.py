@@ -128,8 +128,8 @@ class Cache:
 
     # ----- the plan summary ----------------------------------------------------------------------
     @staticmethod
-    def plan_key(select: tuple[str, ...], ignore: tuple[str, ...]) -> str:
-        raw = json.dumps([code_fingerprint(), sorted(select), sorted(ignore)])
+    def plan_key(select: tuple[str, ...], ignore: tuple[str, ...], from_cuda: bool = False) -> str:
+        raw = json.dumps([code_fingerprint(), sorted(select), sorted(ignore), *(["cuda"] if from_cuda else [])])
         return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
     @staticmethod

@@ -110,12 +110,15 @@ class RulePlan:
     # Dual-stack code (``try: import torch_xla``, ``if is_torch_xla_available():``) keeps its XLA branch and
     # gains a neuron one; by default the XLA branch is migrated to the neuron device in place.
     keep_dual_stack: bool = False
+    # --from cuda: the rules whose source is "cuda" run too (--select / --ignore pick among them as among the rest)
+    from_cuda: bool = False
 
     @classmethod
-    def build(cls, select=(), ignore=(), *, keep_dual_stack: bool = False) -> RulePlan:
-        chosen = select_rules(select, ignore)
+    def build(cls, select=(), ignore=(), *, keep_dual_stack: bool = False, from_cuda: bool = False) -> RulePlan:
+        sources = ("legacy", "cuda") if from_cuda else ("legacy",)
+        chosen = [rule for rule in select_rules(select, ignore) if rule.source in sources]
         by_id = {rule.meta.id: rule for rule in chosen}
-        left_out = [rule for rule in rules_for("python") if rule.meta.id not in by_id]
+        left_out = [rule for rule in rules_for("python") if rule.meta.id not in by_id and rule.source in sources]
         # the legacy modules are known even when the rule that reports their leftovers is not selected
         leftover = rule_with_role("leftover")
         return cls(
@@ -127,6 +130,7 @@ class RulePlan:
             droppable_todos=frozenset(rule.meta.id for rule in rules_for("python", chosen) if not rule.follow_up_todos),
             deselected_names=frozenset(name for rule in left_out for name in (*rule.calls, *rule.references)),
             keep_dual_stack=keep_dual_stack,
+            from_cuda=from_cuda,
         )
 
     @property

@@ -84,7 +84,8 @@ def run(
 
     tasks = results.settle_cheaply(KindPrefilter(summary.triggers))
     if tasks:
-        init_args = (tuple(config.select), tuple(config.ignore), config.no_comments, diffs, config.keep_dual_stack)
+        init_args = (tuple(config.select), tuple(config.ignore), config.no_comments, diffs, config.keep_dual_stack,
+                     config.migrate_from == "cuda")
         outcomes = parallel.map_in_order(process, tasks, config.workers, init_worker, init_args, engine_seconds,
                                          time_limit=config.max_file_seconds or None, lost=LostOutcome(config))
         try:
@@ -246,17 +247,21 @@ def _read(source: SourceFile) -> bytes:
 # The plan of the current process; workers build theirs once in init_worker (a forked worker
 # inherits the parent's, which is then simply reused).
 _plans: dict[tuple, RulePlan] = {}
-_run_args: tuple[tuple[str, ...], tuple[str, ...], bool] | None = None  # the run's (select, ignore, keep_dual_stack)
+# the run's (select, ignore, keep_dual_stack, from_cuda)
+_run_args: tuple[tuple[str, ...], tuple[str, ...], bool, bool] | None = None
 _no_comments = False
 _diffs = True  # whether the run's outcomes carry a diff
 
 
-def rule_plan(select: tuple[str, ...], ignore: tuple[str, ...], keep_dual_stack: bool = False) -> RulePlan:
-    plan = _plans.get((select, ignore, keep_dual_stack))
+def rule_plan(
+    select: tuple[str, ...], ignore: tuple[str, ...], keep_dual_stack: bool = False, from_cuda: bool = False
+) -> RulePlan:
+    key = (select, ignore, keep_dual_stack, from_cuda)
+    plan = _plans.get(key)
     if plan is None:
         from neuron_migrate.migrate.engine import RulePlan
 
-        plan = _plans[(select, ignore, keep_dual_stack)] = RulePlan.build(select, ignore, keep_dual_stack=keep_dual_stack)
+        plan = _plans[key] = RulePlan.build(select, ignore, keep_dual_stack=keep_dual_stack, from_cuda=from_cuda)
     return plan
 
 
@@ -283,7 +288,8 @@ def plan_summary(config: Config) -> PlanSummary:
     """Rule ids, trigger words and metadata, from the cache when possible so that a run over clean
     or cached files does not import the rules (and with them LibCST) at all."""
     select, ignore = tuple(config.select), tuple(config.ignore)
-    key = Cache.plan_key(select, ignore) if _cache_on(config) else None
+    from_cuda = config.migrate_from == "cuda"
+    key = Cache.plan_key(select, ignore, from_cuda) if _cache_on(config) else None
     if key is not None:
         summary = Cache.load_plan(config.cache_dir, key)
         if summary is not None:
@@ -291,7 +297,7 @@ def plan_summary(config: Config) -> PlanSummary:
     from neuron_migrate.migrate.engine import TODO_MARKER_TRIGGER
     from neuron_migrate.ruleapi import rule_dict
 
-    plan = rule_plan(select, ignore)
+    plan = rule_plan(select, ignore, from_cuda=from_cuda)
     rules = sorted(plan.index.rules, key=lambda r: r.meta.id)
     def kinds(rule) -> tuple[str, ...]:
         return (rule.meta.kind, *rule.also_edits)
@@ -308,11 +314,16 @@ def plan_summary(config: Config) -> PlanSummary:
 
 
 def init_worker(
-    select: tuple[str, ...], ignore: tuple[str, ...], no_comments: bool, diffs: bool = True, keep_dual_stack: bool = False
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    no_comments: bool,
+    diffs: bool = True,
+    keep_dual_stack: bool = False,
+    from_cuda: bool = False,
 ) -> None:
     global _no_comments, _run_args, _diffs
-    rule_plan(select, ignore, keep_dual_stack)
-    _run_args = (select, ignore, keep_dual_stack)
+    rule_plan(select, ignore, keep_dual_stack, from_cuda)
+    _run_args = (select, ignore, keep_dual_stack, from_cuda)
     _no_comments = no_comments
     _diffs = diffs
 
@@ -353,7 +364,7 @@ def code_size(kind: str, data: bytes) -> int:
 def process(task: Task) -> Outcome:
     """Runs in a worker (or inline): one file's bytes -> its outcome. Never raises for a bad file."""
     assert _run_args is not None, "init_worker() must run first"
-    select, ignore, keep_dual_stack = _run_args
-    plan = rule_plan(select, (*ignore, *task.ignore) if task.ignore else ignore, keep_dual_stack)
+    select, ignore, keep_dual_stack, from_cuda = _run_args
+    plan = rule_plan(select, (*ignore, *task.ignore) if task.ignore else ignore, keep_dual_stack, from_cuda)
     with diffs_computed(_diffs):
         return ADAPTERS[task.kind](task.data, task.path, plan, _no_comments)

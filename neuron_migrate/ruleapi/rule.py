@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     from neuron_migrate.migrate.context import FileContext
 
 
+# What a run can migrate from: the legacy Neuron stack (always) and, when asked, CUDA code.
+SOURCES = ("legacy", "cuda")
+
+
 @dataclass(frozen=True)
 class Example:
     """The before/after pair shown by ``neuron-migrate rules ID``; the test suite runs it too."""
@@ -117,6 +121,9 @@ class Rule:
     # The part this rule plays for the engine or an adapter (one of registry.ROLES), which finds it by
     # role rather than by id; empty for the rules that only rewrite what their tables name.
     role: ClassVar[str] = ""
+    # The code the rule migrates (one of SOURCES): "legacy" Neuron code, always on, or "cuda" code, whose rules
+    # run only when asked for (``rewrite --from cuda``), since they change code that runs as it is elsewhere.
+    source: ClassVar[str] = "legacy"
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx

@@ -23,6 +23,7 @@ FAMILIES = {
     "NM3": "optimum-neuron inference and diffusers",
     "NM4": "torch-neuronx and neuronx-distributed",
     "NM5": "environment variables, launch scripts, requirements, Dockerfiles, notebooks and SageMaker jobs",
+    "NM6": "CUDA code (`rewrite --from cuda`): devices, precision, process group",
 }
 
 # RuleMeta.kind -> the language of its example's code fences ("text" for the others)

@@ -1,0 +1,179 @@
+"""NM602: "cuda" device strings -> the accelerator"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from neuron_migrate.rules.base import SAFE, Edit, Example, RuleMeta, register
+from neuron_migrate.rules.cuda.common import (
+    DOCS_ACCELERATOR,
+    DOCS_TORCH_NEURON,
+    CudaRule,
+    accelerator,
+    cuda_string,
+    device_expression,
+    string_expression,
+)
+
+# Keywords whose value is a device: a "cuda" there becomes the accelerator's device.
+DEVICE_KEYWORDS = frozenset({"device", "map_location"})
+# Calls whose first argument is a device (``x.to("cuda")``): matched by method name, on any receiver.
+DEVICE_METHODS = frozenset({"to"})
+_COMPARISON = (
+    'a test for "cuda" is False on the neuron device: if this branch is meant for any accelerator, compare with '
+    "torch.accelerator.current_accelerator().type (and check what it turns on: fused optimizers, pinned memory)"
+)
+
+
+@register
+class DeviceString(CudaRule):
+    """``"cuda"`` / ``"cuda:N"`` / ``f"cuda:{i}"`` where a device is meant -> the accelerator
+    (``torch.accelerator.current_accelerator()`` in ``.to(...)``, its name ``str(...)`` elsewhere, since some
+    device parameters take a string only, and a default or setting computed at import must not fail where
+    there is no accelerator): the GPU on a
+    GPU, the neuron device on Trainium. Device positions: ``device=``, ``map_location=``, ``.to(...)``,
+    ``torch.device(...)``, a variable or parameter named ``*device*``, a ``--device`` option's default and
+    ``getattr(args, "device", "cuda")``. A comparison with
+    "cuda" is not rewritten (what the branch turns on may be CUDA-only): it gets a TODO."""
+
+    meta = RuleMeta(
+        "NM602",
+        '"cuda" device strings -> the accelerator',
+        safety=SAFE,
+        summary=(
+            '"cuda" where a device is meant becomes torch.accelerator.current_accelerator() (its type, where a '
+            'string is kept); a test for "cuda" gets a TODO.'
+        ),
+        docs=(DOCS_ACCELERATOR, DOCS_TORCH_NEURON),
+        triggers=(b"cuda",),
+        example=Example(
+            before=(
+                "import torch\n\n"
+                'device = "cuda"\n'
+                'x = torch.zeros(4, device="cuda")\n'
+                'state = torch.load("model.pt", map_location="cuda:0")\n'
+            ),
+            after=(
+                "import torch\n\n"
+                "device = str(torch.accelerator.current_accelerator())\n"
+                "x = torch.zeros(4, device=str(torch.accelerator.current_accelerator()))\n"
+                'state = torch.load("model.pt", map_location=f"{torch.accelerator.current_accelerator()}:0")\n'
+            ),
+        ),
+    )
+
+    calls = {"torch.device": "device_call"}
+
+    # ----- device positions in calls -------------------------------------------------------------
+    def device_call(self, original: cst.Call, updated: cst.Call, qname: str):
+        """``torch.device("cuda")``, ``torch.device("cuda", i)``, ``torch.device(f"cuda:{i}")``."""
+        args = list(updated.args)
+        first = args[0] if args else None
+        if first is None or (first.keyword is not None and first.keyword.value != "type"):
+            return updated
+        new = self._string(first.value)
+        if new is None:
+            return updated
+        return updated.with_changes(args=[first.with_changes(value=new), *args[1:]])
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call):
+        is_to = isinstance(updated.func, cst.Attribute) and updated.func.attr.value in DEVICE_METHODS
+        option = self._device_option(updated)
+        if self._device_getattr(updated):
+            return updated.with_changes(args=[*updated.args[:2], updated.args[2].with_changes(value=self._string(updated.args[2].value))])
+        args = []
+        changed = False
+        for position, arg in enumerate(updated.args):
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            new = None
+            if position == 0 and keyword is None and is_to:
+                new = self._device(arg.value)
+            elif keyword in DEVICE_KEYWORDS or (option and keyword == "default"):
+                # a string, which every device parameter takes (some, such as GradScaler's, take nothing else)
+                new = self._string(arg.value)
+            if new is not None:
+                arg = arg.with_changes(value=new)
+                changed = True
+            args.append(arg)
+        return updated.with_changes(args=args) if changed else updated
+
+    @staticmethod
+    def _device_option(call: cst.Call) -> bool:
+        """``parser.add_argument("--device", default="cuda")``: the option's default is a device string."""
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "add_argument"):
+            return False
+        flags = [a.value for a in call.args if a.keyword is None and isinstance(a.value, cst.SimpleString)]
+        return any("device" in flag.evaluated_value for flag in flags if isinstance(flag.evaluated_value, str))
+
+    @classmethod
+    def _device_getattr(cls, call: cst.Call) -> bool:
+        """``getattr(args, "device", "cuda")``: the default of a device setting."""
+        args = call.args
+        if not (isinstance(call.func, cst.Name) and call.func.value == "getattr" and len(args) == 3):
+            return False
+        name = args[1].value
+        return (isinstance(name, cst.SimpleString) and "device" in str(name.evaluated_value)
+                and cuda_string(args[2].value) is not None)
+
+    def leave_Param(self, original: cst.Param, updated: cst.Param):
+        """``def f(device="cuda")``: a parameter's device default."""
+        if updated.default is None or "device" not in updated.name.value.lower():
+            return updated
+        new = self._string(updated.default)
+        return updated if new is None else updated.with_changes(default=new)
+
+    # ----- a variable that holds the device ------------------------------------------------------
+    def leave_Assign(self, original: cst.Assign, updated: cst.Assign):
+        names = [t.target for t in updated.targets]
+        if not any(isinstance(n, cst.Name) and "device" in n.value.lower() for n in names):
+            return updated
+        new = self._string(updated.value)
+        return updated if new is None else Edit(updated.with_changes(value=new), safe=True)
+
+    # ----- a test for "cuda" ---------------------------------------------------------------------
+    def leave_Comparison(self, original: cst.Comparison, updated: cst.Comparison):
+        operands = [original.left, *(c.comparator for c in original.comparisons)]
+        # ``device.type in ("cuda", "mps")`` tests for "cuda" too
+        members = [e.value for o in operands if isinstance(o, (cst.Tuple, cst.List, cst.Set)) for e in o.elements]
+        if any(cuda_string(o) for o in (*operands, *members)):
+            self.ctx.manual(original, _COMPARISON)
+        return updated
+
+    # ----- the rewrites --------------------------------------------------------------------------
+    def _device(self, value: cst.BaseExpression) -> cst.BaseExpression | None:
+        """A device position: "cuda" -> the accelerator's device; other shapes as where a string is kept."""
+        match = cuda_string(value)
+        if match is not None:
+            return self.ctx.expr(device_expression(self.ctx, match))
+        return self._string(value)
+
+    def _string(self, value: cst.BaseExpression) -> cst.BaseExpression | None:
+        """A device string: "cuda" -> the accelerator's type; ``f"cuda:{i}"``; either branch of ``a if c else b``."""
+        match = cuda_string(value)
+        if match is not None:
+            return self.ctx.expr(string_expression(self.ctx, match))
+        if isinstance(value, cst.FormattedString):
+            return self._fstring(value)
+        if isinstance(value, cst.IfExp):
+            body, orelse = self._string(value.body), self._string(value.orelse)
+            if body is None and orelse is None:
+                return None
+            return value.with_changes(body=body or value.body, orelse=orelse or value.orelse)
+        return None
+
+    def _fstring(self, value: cst.FormattedString) -> cst.FormattedString | None:
+        """``f"cuda:{rank}"`` -> ``f"{<accelerator type>}:{rank}"``."""
+        parts = list(value.parts)
+        first = parts[0] if parts else None
+        if not (isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda:")) or len(parts) < 2:
+            return None
+        if any("'" in _code(p) or '"' in _code(p) for p in parts[1:]):
+            return None
+        kind = cst.FormattedStringExpression(expression=self.ctx.expr(accelerator(self.ctx)))
+        rest = first.with_changes(value=first.value[len("cuda"):])
+        return value.with_changes(parts=[kind, rest, *parts[1:]])
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)

@@ -1,0 +1,59 @@
+"""CUDA runtime calls a table answers: the device queries torch.accelerator has, and those about the GPU itself
+(NM603), the seeds (NM604) and the CUDA memory statistics (NM605)."""
+
+from __future__ import annotations
+
+from neuron_migrate.rules.rows import Manual, Rename, Row
+
+# torch.cuda.X -> torch.accelerator.Y: the same call on a GPU, the neuron device's on Trainium
+_ACCELERATOR = (
+    ("is_available", "is_available"),
+    ("device_count", "device_count"),
+    ("set_device", "set_device_index"),
+    ("current_device", "current_device_index"),
+    ("synchronize", "synchronize"),
+)
+SEED_REVIEW = "torch.manual_seed seeds the CPU and every device; it also reseeds the CPU generator here"
+# CUDA memory statistics: torch.accelerator has the same names, but whether the neuron device's allocator
+# answers them is not documented (a CPU stand-in of the device has no caching allocator and raises).
+_MEMORY = (
+    "empty_cache",
+    "memory_allocated",
+    "max_memory_allocated",
+    "memory_reserved",
+    "max_memory_reserved",
+    "memory_stats",
+    "reset_peak_memory_stats",
+    "reset_max_memory_allocated",
+    "memory_summary",
+    "mem_get_info",
+)
+
+
+BF16_CHECK = (
+    "asks whether the CUDA GPU computes in bfloat16 (False without CUDA); the neuron device does: test "
+    'torch.accelerator.current_accelerator().type == "neuron" too, or drop the check'
+)
+GPU_PROPERTIES = (
+    "describes the CUDA GPU and fails without CUDA: guard it with torch.cuda.is_available(), or read "
+    "torch.accelerator.get_device_capability() where capabilities are what is asked"
+)
+
+
+def memory_step(name: str) -> str:
+    if name == "empty_cache":
+        return "frees cached CUDA memory only (a no-op without CUDA): delete it, or keep it for GPU runs"
+    return (f"torch.cuda.{name}() sees CUDA memory only (nothing on the neuron device): read the device's memory "
+            "from torch.neuron.memory_stats(), or keep it for GPU runs")
+
+
+ROWS = (
+    *(Row(f"torch.cuda.{old}", "NM603", Rename(f"torch.accelerator.{new}", module="torch")) for old, new in _ACCELERATOR),
+    Row("torch.cuda.is_bf16_supported", "NM603", Manual(BF16_CHECK)),
+    *(Row(f"torch.cuda.{name}", "NM603", Manual(GPU_PROPERTIES))
+      for name in ("get_device_properties", "get_device_name", "get_device_capability")),
+    Row("torch.cuda.manual_seed", "NM604", Rename("torch.manual_seed", module="torch", review=SEED_REVIEW)),
+    Row("torch.cuda.manual_seed_all", "NM604", Rename("torch.manual_seed", module="torch", review=SEED_REVIEW)),
+    *(Row(f"torch.cuda.{name}", "NM605", Manual(memory_step(name))) for name in _MEMORY),
+    *(Row(f"torch.cuda.memory.{name}", "NM605", Manual(memory_step(name))) for name in _MEMORY),
+)

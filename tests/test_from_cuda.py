@@ -1,0 +1,85 @@
+"""--from cuda: the CUDA rules run only when asked for, through every way a run is configured."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from neuron_migrate.config import load_config
+from neuron_migrate.migrate.engine import RulePlan, migrate_python
+from neuron_migrate.migrate.runner import run
+from neuron_migrate.ruleapi import all_rules
+
+CUDA_SCRIPT = (
+    "import torch\n\n"
+    "model = torch.nn.Linear(4, 4).cuda()\n"
+    "if torch.cuda.is_available():\n"
+    "    torch.cuda.synchronize()\n"
+)
+MIGRATED = (
+    "import torch\n\n"
+    "model = torch.nn.Linear(4, 4).to(torch.accelerator.current_accelerator())\n"
+    "if torch.accelerator.is_available():\n"
+    "    torch.accelerator.synchronize()\n"
+)
+CUDA_IDS = {rule.meta.id for rule in all_rules() if rule.source == "cuda"}
+
+
+def test_the_cuda_rules_are_a_family_of_their_own():
+    assert CUDA_IDS and all(rule_id.startswith("NM6") for rule_id in CUDA_IDS)
+    assert {rule.source for rule in all_rules()} == {"legacy", "cuda"}
+
+
+def test_without_the_switch_no_cuda_rule_is_in_the_plan():
+    assert not CUDA_IDS & {rule.meta.id for rule in RulePlan.build().index.rules}
+    # not even when selected by id: --select picks among the rules the run migrates from
+    assert not RulePlan.build(select=("NM601",)).index.rules
+    assert CUDA_IDS <= {rule.meta.id for rule in RulePlan.build(from_cuda=True).index.rules}
+
+
+def test_a_cuda_file_is_left_alone_without_the_switch_and_migrated_with_it():
+    assert migrate_python(CUDA_SCRIPT, "train.py", RulePlan.build()).code == CUDA_SCRIPT
+    result = migrate_python(CUDA_SCRIPT, "train.py", RulePlan.build(from_cuda=True))
+    assert result.code == MIGRATED
+    # nothing of the legacy machinery speaks in a file with no legacy import
+    assert {f.rule for f in result.findings} == {"NM601", "NM603"}
+
+
+def test_select_and_ignore_pick_among_the_cuda_rules():
+    only_devices = migrate_python(CUDA_SCRIPT, "train.py", RulePlan.build(select=("NM601",), from_cuda=True)).code
+    assert ".to(torch.accelerator.current_accelerator())" in only_devices and "torch.cuda.synchronize()" in only_devices
+    no_devices = migrate_python(CUDA_SCRIPT, "train.py", RulePlan.build(ignore=("NM601",), from_cuda=True)).code
+    assert ".cuda()" in no_devices and "torch.accelerator.synchronize()" in no_devices
+
+
+def test_the_run_lets_cuda_files_through_the_prefilter_only_with_the_switch(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NEURON_MIGRATE_CACHE_DIR", str(tmp_path / "cache"))
+    script = tmp_path / "train.py"
+    script.write_text(CUDA_SCRIPT)
+    # the cache is on: the second run must not reuse the first run's "unchanged"
+    run([script], load_config([script], jobs=1))
+    assert script.read_text() == CUDA_SCRIPT
+    run([script], load_config([script], jobs=1, migrate_from="cuda"))
+    assert script.read_text() == MIGRATED
+
+
+def test_from_in_pyproject_turns_the_rules_on(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.neuron-migrate]\nfrom = "cuda"\ncache = false\n')
+    script = tmp_path / "train.py"
+    script.write_text(CUDA_SCRIPT)
+    run([script], load_config([script], jobs=1))
+    assert script.read_text() == MIGRATED
+
+
+def test_the_cli_flag(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(CUDA_SCRIPT)
+    command = [sys.executable, "-m", "neuron_migrate", "rewrite", "--no-cache", "-q"]
+    subprocess.run([*command, str(script)], check=False, capture_output=True)
+    assert script.read_text() == CUDA_SCRIPT
+    stdin = subprocess.run([*command, "--from", "cuda", "-"], input=CUDA_SCRIPT, text=True, capture_output=True)
+    assert stdin.stdout == MIGRATED
+    subprocess.run([*command, "--from", "cuda", str(script)], check=False, capture_output=True)
+    assert script.read_text() == MIGRATED
