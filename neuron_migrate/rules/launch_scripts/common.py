@@ -268,10 +268,11 @@ def script_source(script: ShellScript, launch: Launch) -> str | None:
         name = name.replace(".", "/") + ".py"
     path = os.path.normpath(os.path.join(os.path.dirname(script.path), name))
     written = script.files.get(path)  # a notebook's %%writefile cell
-    return written if written is not None else _read_source(path)
+    return written if written is not None else read_source(path)
 
 
-def _read_source(path: str) -> str | None:
+def read_source(path: str) -> str | None:
+    """A file's text (its first 2 MB), None when it cannot be read; read once per version of the file."""
     try:
         stat = os.stat(path)
     except OSError:

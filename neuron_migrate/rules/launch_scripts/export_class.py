@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from neuron_migrate.rules.launch_scripts.common import read_source
 from neuron_migrate.rules.optimum_diffusers.common import PIPELINES
 from neuron_migrate.rules.optimum_inference.common import TASK_MODELS
 
@@ -243,28 +244,10 @@ def local_loader(folder: str) -> Found | None:
 
 
 def _json(path: str):
-    text = _read(path)
+    text = read_source(path)
     try:
         return json.loads(text) if text is not None else None
     except ValueError:
-        return None
-
-
-def _read(path: str) -> str | None:
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    return _read_version(path, stat.st_mtime_ns, stat.st_size)
-
-
-@lru_cache(maxsize=256)
-def _read_version(path: str, _mtime_ns: int, _size: int) -> str | None:
-    # Keyed by the file's stat too: a long-lived process must see edits.
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read(2_000_000)
-    except OSError:
         return None
 
 
@@ -279,7 +262,7 @@ def project_sources(script_path: str) -> list[tuple[str, str]]:
         return []
     found: list[tuple[str, str]] = []
     for path in _project_files(os.path.dirname(os.path.abspath(script_path))):
-        text = _read(path)
+        text = read_source(path)
         if text is None:
             continue
         code = notebook_code(text) if path.endswith(".ipynb") else text
