@@ -341,7 +341,9 @@ model = NeuronModelForCausalLM.export(checkpoint, neuron_config=neuron_config, l
 prompt = torch.tensor([[1, 5, 9, 12]])
 tokens = model.generate(prompt.to("neuron"), max_new_tokens=4, do_sample=False)
 weight = model.model.layers[0].self_attn.q_proj.weight
-print("RESULT", tokens.tolist(), type(weight).__name__, weight.device.type, flush=True)
+# one write per line: the two ranks share one output pipe
+sys.stdout.write(f"RESULT {tokens.tolist()} {type(weight).__name__} {weight.device.type}\\n")
+sys.stdout.flush()
 """
 FLUX_SCRIPT = """
 import sys
@@ -357,7 +359,9 @@ images = pipe(
     generator=torch.Generator().manual_seed(0),
 ).images
 weight = pipe.transformer.transformer_blocks[0].attn.to_q.weight
-print("RESULT", round(float(images.sum()), 4), type(weight).__name__, pipe.vae.device.type, flush=True)
+# one write per line: the two ranks share one output pipe
+sys.stdout.write(f"RESULT {round(float(images.sum()), 4)} {type(weight).__name__} {pipe.vae.device.type}\\n")
+sys.stdout.flush()
 """
 
 
