@@ -362,6 +362,33 @@ def test_a_batch_the_recorder_cannot_read_leaves_the_program_running(tmp_path):
     assert "note: the legacy side's recorder could not read its batches: " in run.stdout
 
 
+@pytest.mark.slow
+def test_a_dead_weak_proxy_in_the_program_does_not_hide_its_parameters(tmp_path):
+    # gc.get_objects() returns the program's weak proxies; asking one whose module died what it is raises
+    script = tmp_path / "proxies.py"
+    script.write_text(
+        "import gc, weakref\n"
+        "import torch\n\n"
+        "import importlib.util\n"
+        "device = 'neuron' if importlib.util.find_spec('torch_neuronx') else 'cpu'  # the emulator's on one side\n"
+        "gc.disable()  # the dead proxy stays in gc's lists until the recorder scans them\n"
+        "proxies = [weakref.proxy(torch.nn.Linear(2, 2))]  # its module is freed at once\n"
+        "model = torch.nn.Linear(2, 1).to(device)\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for step in range(2):\n"
+        "    loss = model(torch.ones(1, 2, device=device)).sum()\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"
+        "    opt.zero_grad()\n", encoding="utf-8")
+
+    run = _cli("verify", script, script, "--steps", "2", "--format", "json", cwd=tmp_path)
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    result = json.loads(run.stdout)
+    assert result["notes"] == []
+    assert result["compared"]["parameter"] == 2 and result["compared"]["gradient"] == 2
+
+
 def _commit_all(repo):
     git = ["git", "-C", str(repo), "-c", "user.email=dev@example.com", "-c", "user.name=dev"]
     subprocess.run([*git, "init", "-q"], check=True)

@@ -213,10 +213,12 @@ def _param_names(params):
 
     wanted = {id(p) for p in params}
     best = {}
+    module_type = torch.nn.Module
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # isinstance() on a deprecated module proxy warns
-        objects = gc.get_objects()
-        modules = [obj for obj in objects if isinstance(obj, torch.nn.Module)]
+        warnings.simplefilter("ignore")  # a deprecated module stand-in warns when touched
+        # type() and not isinstance(): gc also holds weak proxies, and isinstance() on one whose object died
+        # raises ReferenceError
+        modules = [obj for obj in gc.get_objects() if issubclass(type(obj), module_type)]
     for obj in modules:
         try:
             named = {id(p): name for name, p in obj.named_parameters()}
