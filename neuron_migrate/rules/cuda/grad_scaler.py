@@ -17,7 +17,7 @@ SCALER_STEP = (
 )
 REMOVED = (
     "GradScaler removed: bf16 autocast needs no loss scaling; scaler.scale(loss).backward() became "
-    "loss.backward() and scaler.step(opt) opt.step() (check the autocast of this file is bfloat16)"
+    "loss.backward() and scaler.step(opt) became opt.step() (check the autocast of this file is bfloat16)"
 )
 USE_NOTE = "the GradScaler call became the plain call it wrapped (the scaler is removed)"
 DROPPED_NOTE = "the GradScaler's update() / unscale_() deleted (the scaler is removed)"
