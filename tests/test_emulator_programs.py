@@ -359,3 +359,23 @@ def test_a_cuda_script_rewritten_from_cuda_trains_on_the_neuron_device(tmp_path,
     assert result["losses"][-1] < result["losses"][0]
     if ranks > 1:
         assert result["backend"] == "neuron"
+
+
+@pytest.mark.slow
+def test_a_cuda_scaler_loop_rewritten_from_cuda_trains_in_bf16_on_the_neuron_device(tmp_path):
+    script = tmp_path / "cuda_scaler_train.py"
+    shutil.copy(PROGRAMS / "cuda_scaler_train.py", script)
+    rewrite = subprocess.run([sys.executable, "-m", "neuron_migrate", "rewrite", "--from", "cuda", "--no-cache",
+                              str(script)], env=_env(), capture_output=True, text=True, timeout=120)
+    assert rewrite.returncode == 1, rewrite.stdout + rewrite.stderr  # 1: changed
+    code = script.read_text().split('"""', 2)[2]  # the code, after the docstring
+    code = "\n".join(line for line in code.splitlines() if not line.lstrip().startswith("#"))
+    assert "scaler" not in code.lower() and "torch.cuda" not in code and '"cuda"' not in code
+    out = tmp_path / "out.json"
+    proc = _emulate([str(script), str(out)], cwd=tmp_path, timeout=180)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    # the device type test now names the accelerator, so the autocast it gates runs there, in bf16
+    assert result["device"] == "neuron:0" and result["device_type"] == "neuron"
+    assert result["autocast_dtype"] == "torch.bfloat16"
+    assert result["losses"][-1] < result["losses"][0]

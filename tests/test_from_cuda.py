@@ -83,3 +83,33 @@ def test_the_cli_flag(tmp_path):
     assert stdin.stdout == MIGRATED
     subprocess.run([*command, "--from", "cuda", str(script)], check=False, capture_output=True)
     assert script.read_text() == MIGRATED
+
+
+HF_SCRIPT = (
+    "from torch.cuda.amp import GradScaler\n"
+    "from transformers import AutoModelForCausalLM, TrainingArguments\n\n"
+    'model = AutoModelForCausalLM.from_pretrained("m", device_map="auto", attn_implementation="flash_attention_2")\n'
+    'arguments = TrainingArguments("out", fp16=True)\n'
+    "scaler = GradScaler()\n"
+    "scaler.scale(loss).backward()\n"
+    "scaler.step(optimizer)\n"
+    "scaler.update()\n"
+)
+
+
+def test_hugging_face_settings_and_the_scaler_move_only_with_the_switch():
+    assert migrate_python(HF_SCRIPT, "train.py", RulePlan.build()).code == HF_SCRIPT
+    code = migrate_python(HF_SCRIPT, "train.py", RulePlan.build(from_cuda=True)).code
+    assert 'device_map=torch.accelerator.current_accelerator(), attn_implementation="sdpa"' in code
+    assert 'TrainingArguments("out", bf16=True)' in code
+    # the scaler, its calls and its import are gone; what it wrapped stays
+    assert not [line for line in code.splitlines() if "scaler" in line.lower() and not line.startswith("#")]
+    assert code.endswith("loss.backward()\noptimizer.step()\n")
+    assert migrate_python(code, "train.py", RulePlan.build(from_cuda=True)).code == code
+
+
+def test_a_scaler_whose_state_is_saved_is_kept_with_its_todo():
+    script = HF_SCRIPT + 'torch.save(scaler.state_dict(), "scaler.pt")\n'
+    code = migrate_python(script, "train.py", RulePlan.build(from_cuda=True)).code
+    assert "TODO(neuron-migrate NM611)" in code and "scaler.scale(loss).backward()" in code
+    assert code.startswith("from torch.cuda.amp import GradScaler\n")

@@ -112,6 +112,8 @@ class RulePlan:
     keep_dual_stack: bool = False
     # --from cuda: the rules whose source is "cuda" run too (--select / --ignore pick among them as among the rest)
     from_cuda: bool = False
+    # imports the selected rules make obsolete (a rule's ``retired_imports``): dropped once nothing reads them
+    retired_imports: tuple[str, ...] = ()
 
     @classmethod
     def build(cls, select=(), ignore=(), *, keep_dual_stack: bool = False, from_cuda: bool = False) -> RulePlan:
@@ -131,6 +133,7 @@ class RulePlan:
             deselected_names=frozenset(name for rule in left_out for name in (*rule.calls, *rule.references)),
             keep_dual_stack=keep_dual_stack,
             from_cuda=from_cuda,
+            retired_imports=tuple(name for rule in chosen for name in getattr(rule, "retired_imports", ())),
         )
 
     @property
@@ -144,8 +147,8 @@ class RulePlan:
         """What an import that nothing reads any more is removed for: the legacy modules, and the legacy
         stack's availability checks once migrated (``from transformers.utils import is_torch_xla_available``)."""
         if self.guards_kept:
-            return self.legacy_prefixes
-        return (*self.legacy_prefixes, *self.shim.calls)
+            return (*self.legacy_prefixes, *self.retired_imports)
+        return (*self.legacy_prefixes, *self.retired_imports, *self.shim.calls)
 
     @property
     def guard_names(self) -> tuple[str, ...]:

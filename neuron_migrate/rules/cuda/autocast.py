@@ -52,6 +52,8 @@ class Autocast(CudaRule):
         ),
     )
     calls = {qname: "to_accelerator" for qname in _CALLS}
+    # ``from torch.cuda.amp import autocast`` goes once nothing reads it
+    retired_imports = ("torch.cuda.amp.autocast", "torch.cuda.amp.autocast_mode")
 
     def to_accelerator(self, original: cst.Call, updated: cst.Call, qname: str):
         if legacy_owned(self.ctx, "NM150"):

@@ -71,3 +71,32 @@ def string_expression(ctx, match: re.Match) -> str:
     if match.group(1) is None:
         return accelerator_name(ctx)
     return f'f"{{{accelerator(ctx)}}}:{match.group(1)}"'
+
+
+DOCS_HF_DEVICE_MAP = "https://huggingface.co/docs/accelerate/concept_guides/big_model_inference"
+DOCS_HF_QUANTIZATION = "https://huggingface.co/docs/transformers/main/en/quantization/bitsandbytes"
+DOCS_DISTRIBUTED_CONFIG = "https://huggingface.co/docs/transformers/main/en/perf_infer_gpu_multi"
+DOCS_HF_TRAINING_ARGS = "https://huggingface.co/docs/transformers/main_classes/trainer#transformers.TrainingArguments"
+DOCS_HF_ATTENTION = "https://huggingface.co/docs/transformers/attention_interface"
+DOCS_NKI = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/index.html"
+
+
+def keyword(call: cst.Call, name: str) -> cst.Arg | None:
+    """The ``name=...`` argument of ``call``, if it has one."""
+    return next((a for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+
+
+def is_true(node: cst.CSTNode | None) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
+
+
+def is_false(node: cst.CSTNode | None) -> bool:
+    return isinstance(node, cst.Name) and node.value in ("False", "None")
+
+
+def string_value(node: cst.CSTNode | None) -> str | None:
+    """The text of a plain string literal, else None."""
+    if isinstance(node, cst.SimpleString) and node.prefix.lower() in ("", "u"):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None

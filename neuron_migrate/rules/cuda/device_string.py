@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.rules.base import SAFE, Edit, Example, RuleMeta, register
+from neuron_migrate.rules.base import SAFE, Edit, Example, Fact, RuleMeta, register
+from neuron_migrate.rules.calls import names_in
 from neuron_migrate.rules.cuda.common import (
     DOCS_ACCELERATOR,
     DOCS_TORCH_NEURON,
     CudaRule,
     accelerator,
+    accelerator_name,
     cuda_string,
     device_expression,
     string_expression,
@@ -25,6 +27,43 @@ _COMPARISON = (
 )
 
 
+
+def _device_type_tests(ctx) -> set[int]:
+    """The tests of ``device_type = "cuda" if "cuda" in device else "cpu"``: a device variable set from a test
+    for "cuda" whose answer is "cuda". Both strings become the accelerator's name, so the test still asks
+    "is the device the accelerator?" (what gates autocast and pinned memory after it)."""
+    found: set[int] = set()
+    stack: list[cst.CSTNode] = [ctx.module]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.IfExp):
+            named = any("device" in name.lower() for t in node.targets for name in names_in(t.target))
+            test = node.value.test
+            if named and cuda_string(node.value.body) and _simple_cuda_test(test):
+                found.add(id(test))
+        stack.extend(c for c in node.children if isinstance(c, cst.CSTNode) and not isinstance(c, cst.BaseExpression))
+    return found
+
+
+def _simple_cuda_test(test: cst.CSTNode) -> bool:
+    """``"cuda" in x`` / ``x == "cuda"`` / ``x.startswith("cuda")`` shapes as one comparison."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    operator = test.comparisons[0].operator
+    if not isinstance(operator, (cst.In, cst.Equal)):
+        return False
+    return _bare_cuda(test.left) != _bare_cuda(test.comparisons[0].comparator)
+
+
+def _bare_cuda(node: cst.CSTNode) -> bool:
+    """``"cuda"`` itself, without a device number."""
+    match = cuda_string(node)
+    return match is not None and match.group(1) is None
+
+
+DEVICE_TYPE_TESTS = Fact("cuda_device_type_tests", _device_type_tests)
+
+
 @register
 class DeviceString(CudaRule):
     """``"cuda"`` / ``"cuda:N"`` / ``f"cuda:{i}"`` where a device is meant -> the accelerator
@@ -34,7 +73,9 @@ class DeviceString(CudaRule):
     GPU, the neuron device on Trainium. Device positions: ``device=``, ``map_location=``, ``.to(...)``,
     ``torch.device(...)``, a variable or parameter named ``*device*``, a ``--device`` option's default and
     ``getattr(args, "device", "cuda")``. A comparison with
-    "cuda" is not rewritten (what the branch turns on may be CUDA-only): it gets a TODO."""
+    "cuda" is not rewritten (what the branch turns on may be CUDA-only): it gets a TODO; but in
+    ``device_type = "cuda" if "cuda" in device else "cpu"`` both strings become the accelerator's name, so the
+    device type is the accelerator's wherever the device is (the autocast it gates runs on it)."""
 
     meta = RuleMeta(
         "NM602",
@@ -133,6 +174,12 @@ class DeviceString(CudaRule):
 
     # ----- a test for "cuda" ---------------------------------------------------------------------
     def leave_Comparison(self, original: cst.Comparison, updated: cst.Comparison):
+        if id(original) in self.ctx.fact(DEVICE_TYPE_TESTS):
+            name = self.ctx.expr(accelerator_name(self.ctx))
+            if _bare_cuda(updated.left):
+                return Edit(updated.with_changes(left=name), safe=True)
+            comparison = updated.comparisons[0].with_changes(comparator=name)
+            return Edit(updated.with_changes(comparisons=[comparison]), safe=True)
         operands = [original.left, *(c.comparator for c in original.comparisons)]
         # ``device.type in ("cuda", "mps")`` tests for "cuda" too
         members = [e.value for o in operands if isinstance(o, (cst.Tuple, cst.List, cst.Set)) for e in o.elements]

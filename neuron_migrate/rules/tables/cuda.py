@@ -1,5 +1,5 @@
 """CUDA runtime calls a table answers: the device queries torch.accelerator has, and those about the GPU itself
-(NM603), the seeds (NM604) and the CUDA memory statistics (NM605)."""
+(NM603), the seeds (NM604), the CUDA memory statistics (NM605) and the NVTX ranges (NM640)."""
 
 from __future__ import annotations
 
@@ -56,4 +56,15 @@ ROWS = (
     Row("torch.cuda.manual_seed_all", "NM604", Rename("torch.manual_seed", module="torch", review=SEED_REVIEW)),
     *(Row(f"torch.cuda.{name}", "NM605", Manual(memory_step(name))) for name in _MEMORY),
     *(Row(f"torch.cuda.memory.{name}", "NM605", Manual(memory_step(name))) for name in _MEMORY),
+)
+
+NVTX_REVIEW = "an NVTX range made a profiler range: it shows in torch.profiler traces, not in Nsight"
+NVTX_STEP = (
+    "NVTX marks are for NVIDIA's Nsight: wrap the code in `with torch.profiler.record_function(name):` "
+    "instead, which torch.profiler traces show on every device"
+)
+NVTX_ROWS = (
+    Row("torch.cuda.nvtx.range", "NM640", Rename("torch.profiler.record_function", module="torch", review=NVTX_REVIEW)),
+    *(Row(f"torch.cuda.nvtx.{name}", "NM640", Manual(NVTX_STEP)) for name in ("range_push", "range_pop", "mark",
+                                                                               "range_start", "range_end")),
 )
