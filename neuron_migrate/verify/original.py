@@ -29,12 +29,14 @@ SKIPPED_FOLDERS = {".git", ".venv", "venv", "node_modules", "__pycache__", "buil
 MAX_FILES = 400  # a project folder is read for its kind; a huge tree is read in part
 
 # What torch says when a program asks for CUDA that is not there: a CPU-only build, a CUDA build with no GPU or
-# driver, a checkpoint saved on a GPU and loaded without map_location.
+# driver, a checkpoint saved on a GPU and loaded without map_location, an "nccl" process group.
 NO_GPU = re.compile(
     r"Torch not compiled with CUDA enabled|No CUDA GPUs are available|Found no NVIDIA driver|"
     r"CUDA driver initialization failed|no CUDA-capable device is detected|"
     r"Attempting to deserialize object on a CUDA device but torch\.cuda\.is_available\(\) is False|"
-    r"The NVIDIA driver on your system is too old|CUDA error: [^\n]*")
+    r"The NVIDIA driver on your system is too old|Distributed package doesn't have NCCL built in|"
+    r"module 'torch\._C' has no attribute '_cuda_\w+'|"
+    r"CUDA error: [^\n]*")
 
 
 def kind_of(target: Path, script: Path, asked: str | None) -> str:

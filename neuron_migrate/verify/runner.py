@@ -373,7 +373,10 @@ def _missing_module(done: Finished, record: Record) -> str:
     missing = MISSING_MODULE.findall(done.stderr + done.stdout)
     if not missing:
         return ""
-    hint = " (pass --legacy-python: the interpreter of the legacy environment)" if done.side.name == "legacy" else ""
+    hint = ""
+    if done.side.name == "legacy":
+        hint = (" (pass --original-python: an interpreter with the original's libraries)" if done.side.kind == "cuda"
+                else " (pass --legacy-python: the interpreter of the legacy environment)")
     return f"{done.side.python} has no module {missing[-1]!r}{hint}"
 
 
