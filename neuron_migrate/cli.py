@@ -700,7 +700,17 @@ def verify(
     ],
     migrated: Annotated[Path, typer.Argument(help="The migrated script, or its project folder.", show_default=False)],
     legacy_python: Annotated[
-        Optional[str], typer.Option("--legacy-python", help="The legacy environment's interpreter (has torch_xla).")
+        Optional[str], typer.Option("--legacy-python", "--original-python",
+                                    help="The original's interpreter: the legacy environment's (has torch_xla), or "
+                                         "one with CUDA torch for a CUDA original.")
+    ] = None,
+    original: Annotated[
+        Optional[str], typer.Option("--original", help="What LEGACY is: legacy (torch_xla) or cuda "
+                                                       "(default: read from its source).")
+    ] = None,
+    original_records: Annotated[
+        Optional[Path], typer.Option("--original-records", help="Compare the original's records kept by "
+                                                                "--keep-records elsewhere instead of running it.")
     ] = None,
     script: Annotated[
         Optional[str], typer.Option("--script", help="The entry script inside both folders.")
@@ -746,7 +756,8 @@ def verify(
     from neuron_migrate.verify import verify as run_verification
 
     problem = _verify_usage(steps=steps, rtol=rtol, nproc=nproc, legacy_nproc=legacy_nproc, timeout=timeout,
-                            report=report or [], keep_records=keep_records)
+                            report=report or [], keep_records=keep_records, original=original,
+                            original_records=original_records)
     if problem:
         raise _fail(problem)
     try:
@@ -756,7 +767,7 @@ def verify(
     options = Options(steps=steps, rtol=rtol, nproc=nproc, legacy_nproc=legacy_nproc, legacy_args=split_args,
                       seed=seed, timeout=timeout, allow_network=allow_network, no_dropout=no_dropout,
                       legacy_env=_assignments(legacy_env, "--legacy-env"),
-                      env=_assignments(env, "--env"))
+                      env=_assignments(env, "--env"), original=original, original_records=original_records)
     targets = [(path, path.suffix.lstrip(".").lower()) for path in report or []]
     _require_torch("verify")
     if keep_records is not None:
@@ -797,7 +808,8 @@ def _verification_page(path: Path, result) -> str:
 
 
 def _verify_usage(*, steps: int, rtol: float, nproc: int, legacy_nproc: int | None, timeout: float,
-                  report: list[Path], keep_records: Path | None) -> str:
+                  report: list[Path], keep_records: Path | None, original: str | None = None,
+                  original_records: Path | None = None) -> str:
     """What is wrong with verify's options, in one line (empty when nothing is): found before either side
     starts, since a run takes minutes and a report it cannot write would be lost at its end."""
     checks = [
@@ -806,6 +818,9 @@ def _verify_usage(*, steps: int, rtol: float, nproc: int, legacy_nproc: int | No
         (nproc >= 1, f"--nproc {nproc}: run at least 1 rank"),
         (legacy_nproc is None or legacy_nproc >= 1, f"--legacy-nproc {legacy_nproc}: run at least 1 rank"),
         (math.isfinite(timeout) and timeout > 0, f"--timeout {timeout:g}: give a number of seconds above 0"),
+        (original in (None, "legacy", "cuda"), f"--original {original}: legacy or cuda"),
+        (original_records is None or original_records.is_dir(),
+         f"--original-records {original_records}: no such folder"),
     ]
     for path in report:
         kind = path.suffix.lstrip(".").lower()

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-VERIFICATION_SCHEMA = "1.0"
+VERIFICATION_SCHEMA = "1.1"
 
 EQUAL = "equal"
 DIFFERENT = "different"
@@ -32,6 +32,7 @@ class SideRun:
     output_tail: str = ""  # the end of its stderr and stdout, for a failed side
     network: list[str] = field(default_factory=list)  # hosts it tried to reach
     environment: dict[str, str] = field(default_factory=dict)  # variables that change numerics
+    kind: str = "legacy"  # what the side runs: "legacy" (torch_xla) or "cuda" for the original, "neuron" migrated
 
 
 @dataclass

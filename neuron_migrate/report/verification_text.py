@@ -45,13 +45,16 @@ def verdict(result: Verification) -> str:
         d = result.divergence
         where = f"step {d.step}, {_subject(d)}" if d else "see above"
         return f"verify: different: the programs part at {where}"
+    if result.legacy.kind == "cuda" and result.legacy.error.startswith("needs a GPU"):
+        return "verify: could not compare: the CUDA original needs a GPU and none is here (see the commands above)"
     failed = " and ".join(side.name for side in (result.legacy, result.migrated) if side.error) or "a side"
     parted = f"; the programs had parted before, at step {result.divergence.step}" if result.divergence else ""
     return f"verify: could not compare: the {failed} side did not run to the end{parted}"
 
 
 def _sides(result: Verification) -> list[str]:
-    return [f"{side.name:>8}: {shown(side.script)}{f' on {side.device}' if side.device else ''}, "
+    return [f"{side.name:>8}: {shown(side.script)}{' (CUDA)' if side.kind == 'cuda' else ''}"
+            f"{f' on {side.device}' if side.device else ''}, "
             f"{side.seconds:.1f} s, {side.steps} {_plural(side.steps, 'step')}{_env(side)}"
             for side in (result.legacy, result.migrated)]
 

@@ -88,8 +88,9 @@ PATHS = Cause(
 
 
 def explain(first: Mismatch, legacy: Record, migrated: Record, legacy_env: dict[str, str],
-            edits: list[Edit]) -> Divergence:
-    cause = _cause(first, legacy, migrated, legacy_env)
+            edits: list[Edit], original: str = "legacy") -> Divergence:
+    cause = (cuda_cause(first, legacy, migrated) if original == "cuda" else None) or \
+        _cause(first, legacy, migrated, legacy_env)
     mention = cause.mention or "\0"
     fitting = [edit for edit in edits if set(edit.risks) & set(cause.risks)] if cause.risks else []
     fitting.sort(key=lambda edit: (mention not in edit.message, *_nearness(edit, first.at)))
@@ -382,3 +383,114 @@ def _agree(ours: dict, theirs: dict, key, rtol: float) -> Mismatch | None:
         return None
     _, mismatch = compare_tensors(ours[key].get("tensors", []), theirs[key].get("tensors", []), rtol, key)
     return mismatch
+
+
+# A CUDA original (``--original cuda``): what a GPU program does to its numbers that the migrated one does not.
+EXPECTED_BF16 = 5e-2  # bfloat16 keeps 8 bits of mantissa: a relative difference below this is its rounding
+EXPECTED_TF32 = 1e-2  # TF32 keeps 10 bits: its matmuls differ from float32 by about 1e-3
+EXPECTED_ORDER = 1e-3  # float32 kernels that sum in another order: about 1e-6 per op, drifting over steps
+
+SCALER_SKIPPED = Cause(
+    "the original's GradScaler skipped the optimizer step of step {step} (its scaled gradients overflowed to inf "
+    "or NaN at loss scale {scale:g}, as a scaler does while it finds its scale): the original made no update for "
+    "that batch and the migrated program did",
+    "bfloat16 needs no loss scaling: compare from a run whose scaler skips nothing (a lower "
+    "GradScaler(init_scale=...) in the original), or with the scaler disabled on both sides (enabled=False)",
+    ("numerics",), mention="GradScaler",
+)
+HALF_TO_BF16 = Cause(
+    "the original autocasts to float16 and the migrated program to bfloat16 (the rewrite moved a CUDA float16 "
+    "autocast to the neuron device's bfloat16): bfloat16 rounds to 8 bits of mantissa, float16 to 11, so a "
+    "difference of this size is expected, not a migration bug",
+    "compare with --rtol 5e-2, or with autocast off on both sides to check the float32 program",
+    ("numerics",), mention="bfloat16",
+)
+HALF_TO_BF16_LARGE = Cause(
+    "the original autocasts to float16 and the migrated program to bfloat16, but the difference is larger than "
+    "their rounding explains (about 1e-2): the forward pass computes something else as well",
+    "compare with autocast off on both sides: what still differs then is the migration's",
+    ("numerics",), mention="bfloat16",
+)
+AUTOCAST_OFF_HERE = Cause(
+    "autocast is on in the migrated program and off in the original, which ran on the CPU: a CUDA autocast "
+    "(torch.autocast(\"cuda\"), torch.cuda.amp.autocast) does nothing without a GPU, so the original computed "
+    "in float32",
+    "record the original on a machine with a GPU (its autocast then runs), or compare with --rtol 5e-2",
+    ("numerics",), mention="autocast",
+)
+TF32 = Cause(
+    "the original ran its float32 matmuls in TF32 on the GPU ({switch}): TF32 rounds their inputs to 10 bits "
+    "of mantissa, so values differ from the migrated side's float32 by about 1e-3; a difference of this size is "
+    "expected",
+    "record the original with TF32 off (torch.backends.cuda.matmul.allow_tf32 = False, "
+    "torch.backends.cudnn.allow_tf32 = False, torch.set_float32_matmul_precision(\"highest\")), or compare with "
+    "--rtol 1e-2",
+    ("numerics",),
+)
+CUDNN_BENCHMARK = Cause(
+    "the original ran with torch.backends.cudnn.benchmark = True: cuDNN picks each convolution's algorithm by "
+    "timing it, so the GPU run sums in an order of its own (another one from run to run), and float32 results "
+    "differ at rounding level, drifting over the steps",
+    "record the original with torch.backends.cudnn.benchmark = False and torch.backends.cudnn.deterministic = "
+    "True, or raise --rtol (1e-4 for a short run)",
+    (),
+)
+GPU_ORDER = Cause(
+    "the original ran on a GPU ({gpu}) and the migrated program elsewhere: their float32 kernels sum in other "
+    "orders, so values differ at rounding level and drift over the steps (convolutions may also have run in TF32: "
+    "torch.backends.cudnn.allow_tf32 is on by default)",
+    "raise --rtol (1e-4 for a short run), or record the original with torch.backends.cudnn.allow_tf32 = False "
+    "and torch.backends.cudnn.deterministic = True",
+    (),
+)
+
+
+def cuda_cause(first: Mismatch, legacy: Record, migrated: Record) -> Cause | None:
+    """The cause a CUDA original's own numerics explain, or None to fall back on the general causes. Only named
+    when the difference is the size that cause makes: a wrong edit that makes a larger one is not excused."""
+    what = first.key[0]
+    if what == "batch" or first.reshaped:
+        return None
+    skipped = [event for event in legacy.of("skipped") if event["step"] <= first.step]
+    if skipped:
+        return replace(SCALER_SKIPPED, text=SCALER_SKIPPED.text.format(step=skipped[0]["step"],
+                                                                      scale=skipped[0].get("scale") or 0))
+    small = first.difference is not None and first.difference
+    ours, theirs = _autocast_dtype(legacy, first.step), _autocast_dtype(migrated, first.step)
+    if ours == "float16" and theirs == "bfloat16" or first.dtypes == ("float16", "bfloat16"):
+        return HALF_TO_BF16 if small and small < EXPECTED_BF16 else HALF_TO_BF16_LARGE
+    settings = _settings(legacy, first.step)
+    if settings.get("device") != "cuda":
+        if not ours and theirs and what in ("output", "loss") and legacy_device(legacy) == "cpu":
+            return AUTOCAST_OFF_HERE
+        return None
+    if not small:
+        return None
+    matmul = settings.get("tf32_matmul") or settings.get("matmul_precision") in ("high", "medium")
+    if matmul and small < EXPECTED_TF32:
+        switch = ("torch.backends.cuda.matmul.allow_tf32 = True" if settings.get("tf32_matmul") else
+                  f"torch.set_float32_matmul_precision(\"{settings.get('matmul_precision')}\")")
+        return replace(TF32, text=TF32.text.format(switch=switch))
+    if settings.get("cudnn_benchmark") and small < EXPECTED_ORDER:
+        return CUDNN_BENCHMARK
+    if small < EXPECTED_ORDER:
+        return replace(GPU_ORDER, text=GPU_ORDER.text.format(gpu=settings.get("gpu") or "cuda"))
+    return None
+
+
+def _autocast_dtype(record: Record, step: int) -> str:
+    return next((event["autocast_dtype"] for event in [*record.of("output"), *record.of("loss")]
+                 if event["step"] == step and event.get("autocast_dtype")), "")
+
+
+def _settings(record: Record, step: int) -> dict:
+    """The backend switches in force at ``step``: the last written at or before it (or the first of all)."""
+    written = record.of("settings")
+    before = [event for event in written if event["step"] <= step]
+    return before[-1] if before else written[0] if written else {}
+
+
+def legacy_device(record: Record) -> str:
+    """The device the original computed on: the one most of its recorded tensors were on."""
+    devices = record.devices()
+    return devices.most_common(1)[0][0] if devices else ""

@@ -12,10 +12,11 @@ import tempfile
 from pathlib import Path
 
 from neuron_migrate.report.verification import DIFFERENT, EQUAL, FAILED, Edit, SideRun, Verification
-from neuron_migrate.verify import causes, revision
+from neuron_migrate.verify import causes, original, revision
 from neuron_migrate.verify.compare import compare
 from neuron_migrate.verify.records import Record, global_view, load
-from neuron_migrate.verify.sides import NUMERIC_VARS, Finished, Options, Side, legacy_side, migrated_side, run_both
+from neuron_migrate.verify.sides import (NUMERIC_VARS, Finished, Options, Side, legacy_side, migrated_side, recorded,
+                                         run_both)
 
 TAIL_LINES = 25
 NETWORK_ERRORS = ("HF_HUB_OFFLINE", "offline mode", "OfflineModeIsEnabled", "LocalEntryNotFoundError",
@@ -46,12 +47,45 @@ def verify(legacy: Path, migrated: Path, args: list[str], *, legacy_python: str 
         if revision.is_revision(str(legacy)):
             exported = stack.enter_context(_temporary("neuron-migrate-legacy-"))
         target = _exported(str(legacy), migrated, exported) if exported is not None else legacy
-        sides = [legacy_side(python, entry(target, script), args, work, options),
+        script_path = entry(target, script)
+        kind = original.kind_of(target, script_path, options.original)
+        sides = [legacy_side(python, script_path, args, work, options, kind),
                  migrated_side(entry(migrated, script), args, work, options, _real_device())]
-        result = _result(run_both(sides, options.timeout), target, migrated, options)
+        if options.original_records is not None:
+            kept = _kept_records(options.original_records)
+            finished = [recorded(sides[0], kept), *run_both(sides[1:], options.timeout)]
+        else:
+            finished = run_both(sides, options.timeout)
+        result = _result(finished, target, migrated, options)
+        if kind == original.CUDA and result.legacy.error.startswith(NEEDS_GPU):
+            there, here = original.gpu_host_commands(str(legacy), str(migrated), args, _portable(options, script))
+            result.notes += [f"record the original on a machine with a GPU: {there}",
+                             f"then compare its records here: {here}"]
         if exported is not None:
             _name_revision(result, exported, str(legacy))
         return result
+
+
+NEEDS_GPU = "needs a GPU"
+
+
+def _kept_records(folder: Path) -> Path:
+    """The folder that holds the original's ``rank*.jsonl``: the one given, or its ``legacy`` folder (the folder
+    --keep-records named on the other machine)."""
+    for candidate in (folder, folder / "legacy"):
+        if any(candidate.glob("rank*.jsonl")):
+            return candidate.resolve()
+    raise VerifyError(f"--original-records {folder}: no records (rank*.jsonl) there or in {folder / 'legacy'}")
+
+
+def _portable(options: Options, script: str | None) -> list[str]:
+    """The options that decide what the original records, for the same run on another machine."""
+    words = [] if options.steps == 10 else ["--steps", str(options.steps)]
+    words += [] if options.seed == 0 else ["--seed", str(options.seed)]
+    words += [] if options.nproc == 1 else ["--nproc", str(options.nproc)]
+    words += [] if options.legacy_nproc is None else ["--legacy-nproc", str(options.legacy_nproc)]
+    words += [] if not options.no_dropout else ["--no-dropout"]
+    return [*words, *(["--script", script] if script else [])]
 
 
 @contextlib.contextmanager
@@ -225,14 +259,15 @@ def _compare_ranks(result: Verification, pairs, legacy: Path, migrated: Path, le
     step, rank, first, ours, theirs = min(firsts, key=lambda entry: (entry[0], entry[1]))
     result.outcome = DIFFERENT
     legacy_env = {k: v for k, v in legacy_side.env.items() if k in causes.BF16_VARS}
-    result.divergence = causes.explain(first, ours, theirs, legacy_env, edits(legacy, migrated))
+    result.divergence = causes.explain(first, ours, theirs, legacy_env, edits(legacy, migrated, legacy_side.kind),
+                                       original=legacy_side.kind)
     if first.what == "batch" and causes.ranks_alone([p[1] for p in pairs], [p[2] for p in pairs]):
         causes.lone_ranks(result.divergence)
     if len(pairs) > 1:
         result.notes.append(f"{len(pairs)} ranks compared; the first divergence is on rank {rank}")
 
 
-def edits(legacy: Path, migrated: Path) -> list[Edit]:
+def edits(legacy: Path, migrated: Path, kind: str = original.LEGACY) -> list[Edit]:
     """What the rewrite does to the legacy project (from a check run, nothing written) and the markers it left
     in the migrated one: the places a divergence may come from. A script stands for its folder, where its
     launcher and its modules are."""
@@ -244,7 +279,8 @@ def edits(legacy: Path, migrated: Path) -> list[Edit]:
     risks_of = {rule_id: list(rule.get("risks", [])) for rule_id, rule in catalog.catalog().items()}
     found: list[Edit] = []
     try:
-        report = run([legacy], load_config([legacy]), mode="check", diffs=False)
+        config = load_config([legacy], migrate_from="cuda" if kind == original.CUDA else None)
+        report = run([legacy], config, mode="check", diffs=False)
     except (ConfigError, OSError):  # a configuration the legacy tree cannot load must not hide the comparison
         report = None
     if report is not None:
@@ -257,9 +293,14 @@ def edits(legacy: Path, migrated: Path) -> list[Edit]:
 def _side_run(done: Finished, records: dict[int, Record], options: Options) -> SideRun:
     record = records.get(0) or next(iter(records.values()), Record(0))
     env = {k: v for k, v in done.side.env.items() if k in NUMERIC_VARS}
-    run = SideRun(done.side.name, str(done.side.script), done.command, str(done.side.cwd), _device(done, record),
-                  done.returncode, round(done.seconds, 2), record.steps, record.stopped, network=record.network,
-                  environment=env)
+    command, seconds = done.command, done.seconds
+    if not command:  # records made elsewhere: what they say of their run
+        start, stop = next(iter(record.of("start")), {}), next(iter(record.of("stop")), {})
+        command = list(start.get("argv") or [])
+        seconds = (stop.get("time") or 0) - (start.get("time") or 0) if stop.get("time") else 0.0
+    run = SideRun(done.side.name, str(done.side.script), command, str(done.side.cwd), _device(done, record),
+                  done.returncode, round(seconds, 2), record.steps, record.stopped, network=record.network,
+                  environment=env, kind=done.side.kind)
     run.error = _error(done, record, options)
     if run.error:
         run.output_tail = _tail(done.stderr or done.stdout)
@@ -273,8 +314,21 @@ def _device(done: Finished, record: Record) -> str:
     seen = next((t["device"] for e in record.events for t in e.get("tensors", ()) if e["kind"] != "batch"), None)
     if seen is None:
         return ""  # it made no tensor the recorder saw
+    if done.side.kind == original.CUDA:
+        return _cuda_device(seen, record)
     pjrt = done.side.env.get("PJRT_DEVICE")
     return f"{seen} (PJRT_DEVICE={pjrt})" if pjrt else seen
+
+
+def _cuda_device(seen: str, record: Record) -> str:
+    """Where a CUDA original ran: its GPU, or the CPU with the reason (no GPU, or the program's choice)."""
+    if seen == "cuda":
+        gpu = next((e["gpu"] for e in record.of("settings") if e.get("gpu")), "")
+        return f"cuda ({gpu})" if gpu else "cuda"
+    start = next(iter(record.of("start")), {})
+    if seen == "cpu" and start.get("cuda") is False:
+        return "cpu (no GPU here: the program's own fallback)"
+    return seen
 
 
 def _error(done: Finished, record: Record, options: Options) -> str:
@@ -284,13 +338,24 @@ def _error(done: Finished, record: Record, options: Options) -> str:
         return f"did not finish in {options.timeout:g} s (raise --timeout or lower --steps)"
     if done.returncode == 0 or done.cancelled or record.stopped:
         return ""
-    for diagnose in (_needs_network, _missing_module, _lone_legacy_ranks):
+    for diagnose in (_needs_gpu, _needs_network, _missing_module, _lone_legacy_ranks):
         found = diagnose(done, record)
         if found:
             return found
     if done.returncode is not None and done.returncode < 0:
         return f"killed by signal {-done.returncode}"
     return _last_exception(done) or f"exited with status {done.returncode}"
+
+
+def _needs_gpu(done: Finished, record: Record) -> str:
+    if done.side.kind != original.CUDA:
+        return ""
+    said = original.needs_gpu(RANK_PREFIX.sub("", done.stderr + done.stdout))
+    if not said:
+        return ""
+    return (f"{NEEDS_GPU}: the program uses CUDA with no fallback to the CPU (a .cuda() or \"cuda\" device it does "
+            f"not check with torch.cuda.is_available()), and {done.side.python} sees no GPU here ({said}); record "
+            "it on a machine with a GPU and compare its records here (the commands below)")
 
 
 def _needs_network(done: Finished, record: Record) -> str:
@@ -308,7 +373,10 @@ def _missing_module(done: Finished, record: Record) -> str:
     missing = MISSING_MODULE.findall(done.stderr + done.stdout)
     if not missing:
         return ""
-    hint = " (pass --legacy-python: the interpreter of the legacy environment)" if done.side.name == "legacy" else ""
+    hint = ""
+    if done.side.name == "legacy":
+        hint = (" (pass --original-python: an interpreter with the original's libraries)" if done.side.kind == "cuda"
+                else " (pass --legacy-python: the interpreter of the legacy environment)")
     return f"{done.side.python} has no module {missing[-1]!r}{hint}"
 
 

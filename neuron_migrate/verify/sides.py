@@ -40,6 +40,8 @@ class Options:
     no_dropout: bool = False
     legacy_env: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)  # both sides
+    original: str | None = None  # "legacy" or "cuda" (verify/original.py); None: read from the original's source
+    original_records: Path | None = None  # compare these records of the original instead of running it
 
 
 @dataclass
@@ -53,6 +55,7 @@ class Side:
     runner: list[str] = field(default_factory=list)  # what runs the script in that interpreter
     device: str = "cpu"
     nproc: int = 1
+    kind: str = "legacy"  # the original's kind ("legacy" or "cuda"); "neuron" for the migrated side
 
     @property
     def cwd(self) -> Path:
@@ -93,11 +96,13 @@ def ranks(name: str, options: Options) -> int:
     return options.nproc
 
 
-def environment(name: str, records: Path, options: Options, extra_path: list[str]) -> dict[str, str]:
+def environment(name: str, records: Path, options: Options, extra_path: list[str],
+                kind: str = "legacy") -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
     env.update(options.env)
+    if name == "legacy" and kind == "legacy":
+        env.setdefault("PJRT_DEVICE", "CPU")  # a CUDA original picks its own device
     if name == "legacy":
-        env.setdefault("PJRT_DEVICE", "CPU")
         env.update({k: v for k, v in options.legacy_env.items() if k != "PYTHONPATH"})
     if not options.allow_network:
         env.update(OFFLINE)
@@ -118,11 +123,22 @@ def environment(name: str, records: Path, options: Options, extra_path: list[str
     return env
 
 
-def legacy_side(python: str, script: Path, args: list[str], work: Path, options: Options) -> Side:
+def legacy_side(python: str, script: Path, args: list[str], work: Path, options: Options,
+                kind: str = "legacy") -> Side:
     records = work / "legacy"
     records.mkdir(parents=True, exist_ok=True)
     return Side("legacy", python, script, [*args, *options.legacy_args], records,
-                environment("legacy", records, options, []), device="legacy", nproc=ranks("legacy", options))
+                environment("legacy", records, options, [], kind), device="legacy", nproc=ranks("legacy", options),
+                kind=kind)
+
+
+def recorded(side: Side, folder: Path) -> Finished:
+    """The original side as a run on another machine left it (``--keep-records`` there): its records and
+    output, read instead of running it here."""
+    side.records = folder
+    texts = [(folder / name).read_text(encoding="utf-8", errors="replace") if (folder / name).is_file() else ""
+             for name in ("stdout.txt", "stderr.txt")]
+    return Finished(side, [], 0, 0.0, texts[0], texts[1])
 
 
 def migrated_side(script: Path, args: list[str], work: Path, options: Options, real_device: bool) -> Side:
@@ -130,10 +146,11 @@ def migrated_side(script: Path, args: list[str], work: Path, options: Options, r
     records.mkdir(parents=True, exist_ok=True)
     env = environment("migrated", records, options, [PACKAGE_ROOT])
     if real_device:
-        return Side("migrated", sys.executable, script, args, records, env, device="neuron", nproc=options.nproc)
+        return Side("migrated", sys.executable, script, args, records, env, device="neuron", nproc=options.nproc,
+                    kind="neuron")
     runner = ["-m", "neuron_migrate.analyzers.emulator"]
     return Side("migrated", sys.executable, script, args, records, env, runner, "neuron (emulated on CPU)",
-                options.nproc)
+                options.nproc, kind="neuron")
 
 
 def run_both(sides: list[Side], timeout: float) -> list[Finished]:

@@ -18,6 +18,7 @@ import os
 import socket
 import sys
 import threading
+import time
 
 RECORD = "NEURON_MIGRATE_VERIFY_RECORD"
 STEPS = "NEURON_MIGRATE_VERIFY_STEPS"
@@ -29,6 +30,7 @@ SAMPLES = 4  # values read from each tensor besides its norm
 EXACT_INTEGERS = 1024  # a small integer tensor (labels, token ids) is recorded whole: one changed id matters
 MAX_OUTPUTS = 256  # outermost model calls recorded; a long generation would otherwise fill the disk
 MAX_TENSORS = 8  # tensors kept from one batch or one output
+SCALED = "_neuron_migrate_loss_scale"  # set on the tensor a GradScaler's scale() returned: its scale factor
 # Where a generate() lives: transformers' for the migrated side, optimum-neuron's own for the legacy one. The
 # model calls inside a generation are not recorded one by one; what it returns is.
 GENERATORS = (
@@ -60,6 +62,7 @@ class _State:
         self.compiled = 0  # of those, the ones torch_xla.compile opened (torch.compile on the migrated side)
         self.pending = []
         self.stopping = False
+        self.settings = {}  # the backend switches last written
 
     def write(self, kind, step=None, **fields):
         fields["kind"] = kind
@@ -238,6 +241,7 @@ def _install(torch, state):
     for module_name, class_name in GENERATORS:
         _after_import(module_name, lambda module, name=class_name: _record_generate(torch, state, module, name))
     _after_import("torch_xla", lambda module: _record_xla_steps(torch, state, module))
+    _after_import("torch.amp.grad_scaler", lambda module: _record_scaler(torch, state, module))
     _after_import("torch._dynamo", _untraced)
 
 
@@ -251,15 +255,53 @@ def _record_losses(torch, state):
         with _Safely(state, "loss"):
             for tensor in [tensors] if isinstance(tensors, torch.Tensor) else list(tensors):
                 if isinstance(tensor, torch.Tensor) and tensor.numel() == 1:
-                    autocast = any(torch.is_autocast_enabled(kind) for kind in _autocast_kinds(torch, tensor))
-                    _record(torch, state, "loss", [tensor], dtype=str(tensor.dtype).replace("torch.", ""),
-                            device=tensor.device.type, autocast=autocast, at=_caller())
+                    _note_settings(torch, state, tensor)
+                    autocast = _autocast_dtype(torch, tensor)
+                    scale = getattr(tensor, SCALED, None)
+                    fields = {"scaled_by": scale} if scale else {}
+                    _record(torch, state, "loss", [tensor / scale if scale else tensor],
+                            dtype=str(tensor.dtype).replace("torch.", ""), device=tensor.device.type,
+                            autocast=bool(autocast), autocast_dtype=autocast, at=_caller(), **fields)
 
     def recording_backward(tensors, *args, **kwargs):
         record(tensors)
         return backward(tensors, *args, **kwargs)
 
     torch.autograd.backward = recording_backward
+
+
+def _autocast_dtype(torch, tensor):
+    """The dtype autocast casts to where ``tensor`` lives, or "" when autocast is off there."""
+    for kind in _autocast_kinds(torch, tensor):
+        if torch.is_autocast_enabled(kind):
+            getter = getattr(torch, "get_autocast_dtype", None)
+            return str(getter(kind)).replace("torch.", "") if getter else "on"
+    return ""
+
+
+def _note_settings(torch, state, tensor):
+    """The switches that change a CUDA program's float32 numerics (TF32, cuDNN's algorithm choice), written
+    when they first differ from what was written last: a program sets them after the recorder starts."""
+    import warnings
+
+    backends = torch.backends
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # newer torch steers these flags towards fp32_precision
+        settings = {
+            "tf32_matmul": bool(backends.cuda.matmul.allow_tf32),
+            "tf32_cudnn": bool(backends.cudnn.allow_tf32),
+            "matmul_precision": torch.get_float32_matmul_precision(),
+            "cudnn_benchmark": bool(backends.cudnn.benchmark),
+            "cudnn_deterministic": bool(backends.cudnn.deterministic),
+            "device": tensor.device.type,
+        }
+    if tensor.device.type == "cuda" and "gpu" not in state.settings:
+        settings["gpu"] = torch.cuda.get_device_name(tensor.device)
+    elif "gpu" in state.settings:
+        settings["gpu"] = state.settings["gpu"]
+    if settings != state.settings:
+        state.settings = settings
+        state.write("settings", **settings)
 
 
 def _autocast_kinds(torch, tensor):
@@ -306,6 +348,34 @@ def _record_steps(torch, state):
     optim.register_optimizer_step_post_hook(after)
 
 
+def _record_scaler(torch, state, module):
+    """A GradScaler multiplies the loss before backward and skips the optimizer step whose gradients overflowed.
+    The scaled loss is marked with its factor (the loss event then holds the loss before scaling, the factor
+    beside it), and a step the scaler skipped is written as such: the other side made that update."""
+    owner = getattr(module, "GradScaler", None)
+    if owner is None or getattr(owner.scale, "_recorded", False):
+        return
+    scale, step = owner.scale, owner.step
+
+    def recording_scale(self, outputs):
+        scaled = scale(self, outputs)
+        with _Safely(state, "loss scale"):
+            if self.is_enabled() and isinstance(scaled, torch.Tensor) and scaled.numel() == 1:
+                setattr(scaled, SCALED, float(self.get_scale()))
+        return scaled
+
+    def recording_step(self, optimizer, *args, **kwargs):
+        done = state.done
+        result = step(self, optimizer, *args, **kwargs)
+        if self.is_enabled() and state.done == done:
+            with _Safely(state, "loss scale"):
+                state.write("skipped", scale=float(self.get_scale()), at=_caller())
+        return result
+
+    recording_scale._recorded = True
+    owner.scale, owner.step = recording_scale, recording_step
+
+
 def _number(value):
     # a learning rate may be a tensor (a compiled optimizer's)
     try:
@@ -345,7 +415,7 @@ def _untraced(dynamo):
 def _stop(state):
     """Enough steps: end the program here, as a success. Every rank stops at the same step, so no collective
     is left waiting; the interpreter's teardown is skipped because process groups can hang in it."""
-    state.write("stop", reason=f"{state.steps} optimizer steps recorded")
+    state.write("stop", reason=f"{state.steps} optimizer steps recorded", time=time.time())
     state.close()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -386,9 +456,11 @@ def _record_outputs(torch, state):
             state.outputs += 1
             with _Safely(state, "outputs"):
                 found = _tensors_in(output, [], torch)
-                autocast = bool(found) and any(torch.is_autocast_enabled(k) for k in _autocast_kinds(torch, found[0]))
+                autocast = _autocast_dtype(torch, found[0]) if found else ""
+                if found:
+                    _note_settings(torch, state, found[0])
                 _record(torch, state, "output", found, what=type(mod).__name__, training=mod.training,
-                        autocast=autocast, dropout=state.dropped, at=_caller())
+                        autocast=bool(autocast), autocast_dtype=autocast, dropout=state.dropped, at=_caller())
         return None
 
     module.register_module_forward_pre_hook(enter)
@@ -594,11 +666,21 @@ def _start():
         _refuse_network(state)
     import torch
 
+    # cuda: whether this interpreter sees a GPU (asked without initializing CUDA in this process); steps, seed
+    # and time: records kept on another machine are compared here later (--original-records)
     state.write("start", torch=torch.__version__, argv=sys.argv, pid=os.getpid(),
                 world=int(os.environ.get("WORLD_SIZE", "1")),
-                torch_xla=importlib.util.find_spec("torch_xla") is not None)
+                torch_xla=importlib.util.find_spec("torch_xla") is not None, cuda=_cuda_available(torch),
+                steps=state.steps, seed=int(os.environ.get(SEED, "0") or 0), time=time.time())
     _fix_seeds(torch, int(os.environ.get(SEED, "0") or 0))
     _install(torch, state)
+
+
+def _cuda_available(torch):
+    try:
+        return bool(torch.cuda.is_available())
+    except Exception:  # noqa: BLE001 - a broken driver is no GPU
+        return False
 
 
 def _chain():
