@@ -34,7 +34,7 @@ import libcst as cst
 from neuron_migrate.ruleapi import Edit, StatementReplacement
 
 if TYPE_CHECKING:
-    from neuron_migrate.migrate.context import FileContext
+    from neuron_migrate.ruleapi import RuleContext
     from neuron_migrate.rules.base import Rule
 
 __all__ = ["ANY_PATH", "Manual", "Remove", "Rename", "Row", "answer_row", "install", "row_for", "rows_for_names"]
@@ -48,7 +48,7 @@ class Manual:
     answers_calls: ClassVar[bool] = True
     answers_references: ClassVar[bool] = True
 
-    def apply(self, ctx: FileContext, original: cst.CSTNode, updated: cst.CSTNode):
+    def apply(self, ctx: RuleContext, original: cst.CSTNode, updated: cst.CSTNode):
         ctx.manual(original, self.step)
         return updated
 
@@ -71,13 +71,13 @@ class Rename:
     answers_calls: ClassVar[bool] = True
     answers_references: ClassVar[bool] = True
 
-    def apply(self, ctx: FileContext, original: cst.CSTNode, updated: cst.CSTNode):
+    def apply(self, ctx: RuleContext, original: cst.CSTNode, updated: cst.CSTNode):
         new = ctx.expr(self._imported_name(ctx))
         if isinstance(original, cst.Call):
             new = updated.with_changes(func=new)
         return Edit(new, message=self.note, review=self.review)
 
-    def _imported_name(self, ctx: FileContext) -> str:
+    def _imported_name(self, ctx: RuleContext) -> str:
         home, _, name = self.target.rpartition(".")
         if self.from_import:
             return ctx.require_from_import(home, name)
@@ -105,7 +105,7 @@ class Remove:
     def answers_references(self) -> bool:
         return bool(self.referenced)
 
-    def apply(self, ctx: FileContext, original: cst.CSTNode, updated: cst.CSTNode):
+    def apply(self, ctx: RuleContext, original: cst.CSTNode, updated: cst.CSTNode):
         if not isinstance(original, cst.Call):
             ctx.manual(original, self.referenced)
             return updated
