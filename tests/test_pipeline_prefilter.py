@@ -136,3 +136,14 @@ def test_every_rule_example_passes_the_prefilter_of_its_file_kind(rule):
 
 _WORDS = _plan_words()
 _CUDA_WORDS = _plan_words("cuda")
+
+
+@pytest.mark.parametrize("rule_id", ["NM190", "NM193"])
+def test_the_rules_about_any_legacy_import_read_every_legacy_package(rule_id):
+    # With only that rule selected, a guard (or a hasattr check) of any legacy package is still read.
+    from neuron_migrate.rules import LEGACY_MODULES
+
+    words = get_rule(rule_id).meta.triggers
+    for module in LEGACY_MODULES:
+        source = f'try:\n    import {module}\nexcept ImportError:\n    pass\nok = hasattr({module}, "x")\n'
+        assert Prefilter(words)(source.encode()), module

@@ -185,3 +185,30 @@ def test_a_rule_can_decline_some_sites_of_its_rows():
     plan = RulePlan(index=RuleIndex.build([Declining]), legacy_prefixes=())
     result = migrate_python("import legacy_pkg.helpers as h\n\na = h.Mesh(4)\nb = h.Mesh()\n", "t.py", plan)
     assert [f.span.line for f in result.findings if f.rule == "NM993"] == [4]
+
+
+def test_a_pattern_row_covers_its_name_under_any_module_path():
+    api = Row("pkg.**.mod.save", "NM992", Manual("save with dcp"))
+    module = Row("pkg.**.kernels.*", "NM992", Manual("register the kernel"))
+    assert api.is_pattern and not api.is_prefix and module.is_pattern and module.is_prefix
+    assert api.covers("pkg.mod.save") and api.covers("pkg.a.b.mod.save") and api.covers("pkg.mod.save.inner")
+    assert not api.covers("pkg.save") and not api.covers("pkg.other.save") and not api.covers("other.mod.save")
+    assert module.covers("pkg.kernels") and module.covers("pkg.ops.kernels.flash") and not module.covers("pkg.kernel")
+
+
+def test_a_pattern_row_is_read_by_the_rule_finding_uses_under_its_prefixes():
+    class PatternRule(Rule):
+        meta = RuleMeta("NM990", "test pattern", safety=MANUAL, example=Example("", ""))
+        prefixes = ("pkg",)
+        rows = (Row("pkg.**.api", "NM990", Manual("use stock api")), Row("pkg.**.mod.*", "NM990", Manual("gone")))
+
+    # nothing to dispatch by exact name: the rule sees every use under pkg and picks the row itself
+    assert PatternRule.calls == PatternRule.references == {}
+
+
+def test_a_pattern_row_of_a_rule_dispatching_exact_names_is_refused():
+    with pytest.raises(ValueError, match="pattern row pkg.\\*\\*.api needs a rule that finds the uses"):
+
+        class ExactRule(Rule):
+            meta = RuleMeta("NM989", "test exact", safety=MANUAL, example=Example("", ""))
+            rows = (Row("pkg.**.api", "NM989", Manual("use stock api")),)

@@ -279,6 +279,38 @@ def test_nxd_names_are_matched_whatever_the_import_path(qname, rule_id):
     assert owner(qname)[0].meta.id == rule_id
 
 
+def test_every_nxd_row_answers_its_name_under_any_module_path():
+    from neuron_migrate.rules.neuronx_distributed import owner
+    from neuron_migrate.rules.tables.neuronx_distributed import NXD, ROWS
+
+    for row in ROWS:
+        name = row.name.removeprefix(f"{NXD}.**.")
+        # a module row answers the names of the module that nothing else answers by name
+        used = name.replace(".*", ".some_helper")
+        for qname in (f"{NXD}.{used}", f"{NXD}.a.b.{used}"):
+            rule, answer, _ = owner(qname)
+            assert (rule.meta.id, answer) == (row.rule, row), qname
+            assert row.covers(qname)
+
+
+def test_an_nxd_name_two_rules_answer_is_refused():
+    from neuron_migrate.rules.base import MANUAL, RuleMeta
+    from neuron_migrate.rules.neuronx_distributed.common import answer_tables
+    from neuron_migrate.rules.rows import Manual, Row
+
+    class ByCode:
+        meta = RuleMeta("NM997", "by code", safety=MANUAL)
+        apis, modules, rows = {"divide": "divide"}, {}, ()
+
+    class ByRow:
+        meta = RuleMeta("NM998", "by row", safety=MANUAL)
+        apis, modules = {}, {}
+        rows = (Row("neuronx_distributed.**.divide", "NM998", Manual("use a // b")),)
+
+    with pytest.raises(ValueError, match="divide is answered by both NM997 and NM998"):
+        answer_tables([ByCode, ByRow])
+
+
 def test_files_beyond_the_repository_root_are_not_read(inference_project):
     # A repository whose serve.py sits at its root: the compile script of another project next to
     # it says nothing about what this one loads.

@@ -9,6 +9,7 @@ rule modules.
 from __future__ import annotations
 
 from neuron_migrate.report.model import MANUAL, REVIEW, SAFE
+from neuron_migrate.ruleapi.context import RuleContext
 from neuron_migrate.ruleapi.facts import Fact, Facts
 from neuron_migrate.ruleapi.index import RuleIndex
 from neuron_migrate.ruleapi.registry import (
@@ -38,6 +39,7 @@ __all__ = [
     "Facts",
     "Reporter",
     "Rule",
+    "RuleContext",
     "RuleIndex",
     "RuleMeta",
     "StatementReplacement",

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
 
 if TYPE_CHECKING:
-    from neuron_migrate.migrate.context import FileContext
+    from neuron_migrate.ruleapi.context import RuleContext
 
 T = TypeVar("T")
 
@@ -27,7 +27,7 @@ class Fact(Generic[T]):
     """One thing known about a file, computed by ``compute`` from its context the first time it is asked."""
 
     name: str
-    compute: Callable[[FileContext], T]
+    compute: Callable[[RuleContext], T]
 
     def __repr__(self) -> str:
         return f"Fact({self.name!r})"
@@ -41,7 +41,7 @@ class Facts:
     def __init__(self) -> None:
         self._values: dict[Fact[Any], Any] = {}
 
-    def get(self, fact: Fact[T], ctx: FileContext) -> T:
+    def get(self, fact: Fact[T], ctx: RuleContext) -> T:
         try:
             return self._values[fact]
         except KeyError:

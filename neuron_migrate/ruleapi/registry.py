@@ -12,21 +12,12 @@ import importlib
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from neuron_migrate.ruleapi.roles import ROLES, missing_members
 from neuron_migrate.ruleapi.rule import Rule
 
 # The package whose load_all() imports every rule family; named, not imported, because the families
 # build on the engine's own modules (FileContext, ShellEdits) and the engine must not build on them.
 RULES_PACKAGE = "neuron_migrate.rules"
-
-# role -> what the engine or the adapter that asks for it uses of the rule
-ROLES = {
-    "leftover": "reports a legacy reference no rule handled: legacy_modules, message_for(qname), fix_for(qname)",
-    "shim": "reports code guarded by a compatibility shim: MESSAGE, USE_MESSAGE",
-    "unused-import": "owns the removal of legacy imports nothing uses any more",
-    "neuron-index": "keeps a line that points pip at the Neuron repository: MARKER",
-    "requirement-hashes": "drops the hashes of a changed requirement: MARKER",
-    "unparsable-cell": "reports a notebook cell that does not parse: MESSAGE",
-}
 
 # file kind -> what its adapter calls, as registered by the family that rewrites that kind
 KIND_HOOKS = {
@@ -53,6 +44,9 @@ def register(cls: R) -> R:
         holder = _BY_ROLE.get(cls.role)
         if holder is not None and holder is not cls:
             raise ValueError(f"role {cls.role!r} taken twice: {holder.meta.id} and {rule_id}")
+        missing = missing_members(cls, cls.role)
+        if missing:
+            raise ValueError(f"{rule_id}: the {cls.role!r} role needs {', '.join(missing)} (ruleapi/roles.py)")
         _BY_ROLE[cls.role] = cls
     _REGISTRY[rule_id] = cls
     return cls

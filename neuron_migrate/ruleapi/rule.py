@@ -6,8 +6,9 @@ few shapes a table cannot express (a ``with torch_xla.step():`` block, a loop ov
 The engine walks each file once and hands every node only to the rules interested in it.
 
 Rules never write files, never add imports by hand and never insert comments themselves: they ask
-the :class:`~neuron_migrate.migrate.context.FileContext` (``self.ctx``) for that, so suppression
-comments, ``--no-comments`` and the report all work the same way for every rule.
+their context (``self.ctx``, a :class:`~neuron_migrate.ruleapi.context.RuleContext`: the engine's
+FileContext for a Python rule) for that, so suppression comments, ``--no-comments`` and the report all
+work the same way for every rule.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from neuron_migrate.report.model import RISK_TAGS, SAFETIES
 if TYPE_CHECKING:
     import libcst as cst
 
-    from neuron_migrate.migrate.context import FileContext
+    from neuron_migrate.ruleapi.context import RuleContext
 
 
 # What a run can migrate from: the legacy Neuron stack (always) and, when asked, CUDA code.
@@ -118,14 +119,19 @@ class Rule:
     # when set, the engine calls those hooks only for a node named under one of them (a call by its
     # callee), instead of for every node of that type.
     prefixes: ClassVar[tuple[str, ...]] = ()
-    # The part this rule plays for the engine or an adapter (one of registry.ROLES), which finds it by
-    # role rather than by id; empty for the rules that only rewrite what their tables name.
+    # The part this rule plays for the engine or an adapter (one of roles.ROLES), which finds it by
+    # role rather than by id and reads what that role's Protocol declares; empty for the rules that only
+    # rewrite what their tables name.
     role: ClassVar[str] = ""
     # The code the rule migrates (one of SOURCES): "legacy" Neuron code, always on, or "cuda" code, whose rules
     # run only when asked for (``rewrite --from cuda``), since they change code that runs as it is elsewhere.
     source: ClassVar[str] = "legacy"
 
-    def __init__(self, ctx: FileContext) -> None:
+    # What the rule asks of the file it runs on. A shell or Dockerfile rule gets its adapter's edits
+    # (ShellEdits) instead, through the base class of its family.
+    ctx: RuleContext
+
+    def __init__(self, ctx: RuleContext) -> None:
         self.ctx = ctx
 
     @classmethod

@@ -34,6 +34,9 @@ LEGACY_MODULES = (
     # the XLA-era Neuron PJRT plugin; TorchNeuron does not load it
     "libneuronxla",
 )
+# Their top-level packages: a file that names none of them uses no legacy module (the trigger words of
+# the rules that look at every legacy import).
+LEGACY_ROOTS = tuple(dict.fromkeys(module.split(".")[0] for module in LEGACY_MODULES))
 
 _loaded = False
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.migrate.context import code_of
-from neuron_migrate.rules import LEGACY_MODULES
+from neuron_migrate.rules import LEGACY_MODULES, LEGACY_ROOTS
 from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Edit, Example, register, Rule, RuleMeta
 from neuron_migrate.rules.calls import literal
 from neuron_migrate.rules.optimum_names import optimum_names
@@ -104,16 +104,16 @@ class CompatibilityShim(Rule):
     )
     CHECK_MESSAGE = "availability check of the legacy stack -> TorchNeuron's: the code it guards now runs on the neuron device"
     calls = {name: "availability_check" for name in AVAILABILITY_CHECKS}
-    # the short names whose call makes an ``if`` a dual-stack guard (optimum-neuron's included)
-    guard_names = (
-        "is_torch_xla_available",
-        "is_torch_tpu_available",
-        "is_tpu_available",
-        "is_torch_neuroncore_available",
-        "is_neuronx_available",
-        "is_torch_neuronx_available",
-        "is_neuronx_distributed_available",
-        "is_optimum_neuron_available",
+    # the short names whose call makes an ``if`` a dual-stack guard: the checks above, and optimum-neuron's
+    # checks of legacy packages, which have no TorchNeuron check to become
+    guard_names = tuple(
+        dict.fromkeys(
+            [
+                *(qname.rsplit(".", 1)[1] for qname in AVAILABILITY_CHECKS),
+                "is_neuronx_distributed_available",
+                "is_optimum_neuron_available",
+            ]
+        )
     )
     follow_up_todos = True  # the import pass keeps its marker true itself
 
@@ -127,7 +127,8 @@ class CompatibilityShim(Rule):
             "machines without the device. `--keep-dual-stack` keeps the XLA branch and adds a neuron one."
         ),
         docs=(DOCS_NATIVE,),
-        triggers=(b"torch_xla", b"is_torch_tpu_available", b"is_tpu_available", b"is_torch_neuroncore_available"),
+        # a guard imports a legacy module or calls an availability check
+        triggers=(*(root.encode() for root in LEGACY_ROOTS), *(name.encode() for name in guard_names)),
         example=Example(
             before=(
                 "import torch\n\n"
@@ -325,7 +326,7 @@ class LegacyAttributeCheck(Rule):
         ),
         docs=(DOCS_NATIVE,),
         # the module asked about is named in the file: `hasattr` alone would have every module parsed
-        triggers=(b"torch_neuronx", b"torch_xla", b"neuronx_distributed", b"optimum"),
+        triggers=tuple(root.encode() for root in LEGACY_ROOTS),
         example=Example(
             before=(
                 "import torch_neuronx\n\n"

@@ -16,6 +16,11 @@ A row's name may end in ``.*``: the package itself and every name under it. The 
 exact names, so a prefix row answers the names listed in the rule's ``row_names``, or, in a rule that
 finds the uses under its own ``prefixes`` (LegacyUseRule), the uses that rule hands it; the lookup
 in :func:`row_for` prefers an exact row, then the longest prefix.
+
+A name may also hold ``.**.``: any module path, none included, for a package that exports one API
+from several modules (``neuronx_distributed.**.clip_grad_norm``). Only a rule that finds the uses under
+its own ``prefixes`` can take such a row, and the family decides which of its rows answers a use
+(``rules/neuronx_distributed/common.py``).
 """
 
 from __future__ import annotations
@@ -29,10 +34,10 @@ import libcst as cst
 from neuron_migrate.ruleapi import Edit, StatementReplacement
 
 if TYPE_CHECKING:
-    from neuron_migrate.migrate.context import FileContext
+    from neuron_migrate.ruleapi import RuleContext
     from neuron_migrate.rules.base import Rule
 
-__all__ = ["Manual", "Remove", "Rename", "Row", "answer_row", "install", "row_for", "rows_for_names"]
+__all__ = ["ANY_PATH", "Manual", "Remove", "Rename", "Row", "answer_row", "install", "row_for", "rows_for_names"]
 
 
 @dataclass(frozen=True)
@@ -43,7 +48,7 @@ class Manual:
     answers_calls: ClassVar[bool] = True
     answers_references: ClassVar[bool] = True
 
-    def apply(self, ctx: FileContext, original: cst.CSTNode, updated: cst.CSTNode):
+    def apply(self, ctx: RuleContext, original: cst.CSTNode, updated: cst.CSTNode):
         ctx.manual(original, self.step)
         return updated
 
@@ -66,13 +71,13 @@ class Rename:
     answers_calls: ClassVar[bool] = True
     answers_references: ClassVar[bool] = True
 
-    def apply(self, ctx: FileContext, original: cst.CSTNode, updated: cst.CSTNode):
+    def apply(self, ctx: RuleContext, original: cst.CSTNode, updated: cst.CSTNode):
         new = ctx.expr(self._imported_name(ctx))
         if isinstance(original, cst.Call):
             new = updated.with_changes(func=new)
         return Edit(new, message=self.note, review=self.review)
 
-    def _imported_name(self, ctx: FileContext) -> str:
+    def _imported_name(self, ctx: RuleContext) -> str:
         home, _, name = self.target.rpartition(".")
         if self.from_import:
             return ctx.require_from_import(home, name)
@@ -100,7 +105,7 @@ class Remove:
     def answers_references(self) -> bool:
         return bool(self.referenced)
 
-    def apply(self, ctx: FileContext, original: cst.CSTNode, updated: cst.CSTNode):
+    def apply(self, ctx: RuleContext, original: cst.CSTNode, updated: cst.CSTNode):
         if not isinstance(original, cst.Call):
             ctx.manual(original, self.referenced)
             return updated
@@ -111,6 +116,8 @@ class Remove:
 
 
 Action = Manual | Rename | Remove
+# In a row's name: any module path, none included (``pkg.**.name``).
+ANY_PATH = ".**."
 
 
 @dataclass(frozen=True)
@@ -127,8 +134,19 @@ class Row:
     def is_prefix(self) -> bool:
         return self.name.endswith(".*")
 
+    @property
+    def is_pattern(self) -> bool:
+        return ANY_PATH in self.name
+
     def covers(self, qname: str) -> bool:
-        """A prefix row ``pkg.mod.*`` covers ``pkg.mod`` itself and every name under it."""
+        """A prefix row ``pkg.mod.*`` covers ``pkg.mod`` itself and every name under it; a pattern row
+        ``pkg.**.mod.name`` (or ``pkg.**.mod.*``) every name under ``pkg`` whose path holds ``mod.name``."""
+        if self.is_pattern:
+            package, _, path = self.name.removesuffix(".*").partition(ANY_PATH)
+            if not qname.startswith(package + "."):
+                return False
+            parts, wanted = qname[len(package) + 1 :].split("."), path.split(".")
+            return any(parts[at : at + len(wanted)] == wanted for at in range(len(parts)))
         if self.is_prefix:
             return qname == self.name[:-2] or qname.startswith(self.name[:-1])
         return qname == self.name
@@ -180,13 +198,15 @@ def install(cls: type[Rule]) -> None:
 
 
 def _dispatch_names(cls: type[Rule], row: Row) -> tuple[str, ...]:
-    if not row.is_prefix:
+    if not row.is_prefix and not row.is_pattern:
         return (row.name,)
     # The engine dispatches exact names. A rule that finds every use under its own ``prefixes``
-    # (LegacyUseRule) reads its prefix rows itself with row_for; any other rule lists the exact
+    # (LegacyUseRule) reads its prefix and pattern rows itself; any other rule lists the exact
     # names a prefix row answers in ``row_names``.
-    if any(row.name[:-2] == p or row.name.startswith(p + ".") for p in getattr(cls, "prefixes", ())):
+    if any(row.name.removesuffix(".*") == p or row.name.startswith(p + ".") for p in getattr(cls, "prefixes", ())):
         return ()
+    if row.is_pattern:
+        raise ValueError(f"{cls.meta.id}: pattern row {row.name} needs a rule that finds the uses under its prefixes")
     names = tuple(name for name in getattr(cls, "row_names", ()) if row.covers(name))
     if not names:
         raise ValueError(f"{cls.meta.id}: prefix row {row.name} matches none of the rule's row_names")

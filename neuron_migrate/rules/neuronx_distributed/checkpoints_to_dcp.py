@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from neuron_migrate.rules.base import MANUAL, Example, RuleMeta, register
 from neuron_migrate.rules.neuronx_distributed.common import (
-    DCP_LOAD,
-    DCP_SAVE,
     DOCS_DCP,
     PLAN_SHORT,
     TRIGGERS,
-    AdviceRule,
+    NxdRule,
 )
+from neuron_migrate.rules.tables.neuronx_distributed import DCP_SAVE, ROWS
 
 
 @register
-class CheckpointsToDcp(AdviceRule):
+class CheckpointsToDcp(NxdRule):
     """NxD's sharded checkpoints (parallel_layers.save/load, trainer save_checkpoint/load_checkpoint) ->
     ``torch.distributed.checkpoint`` (DOCS_DCP), which saves DTensor and FSDP2 shards."""
 
@@ -40,21 +39,4 @@ class CheckpointsToDcp(AdviceRule):
             ),
         ),
     )
-    apis = {
-        "save_checkpoint": "advise",
-        "load_checkpoint": "advise",
-        "parallel_layers.save": "advise",
-        "parallel_layers.load": "advise",
-        "checkpointing.save": "advise",
-        "checkpointing.load": "advise",
-    }
-    modules = {"checkpointing": "advise"}
-    advice = {
-        "save_checkpoint": DCP_SAVE,
-        "load_checkpoint": DCP_LOAD,
-        "parallel_layers.save": DCP_SAVE,
-        "parallel_layers.load": DCP_LOAD,
-        "checkpointing.save": DCP_SAVE,
-        "checkpointing.load": DCP_LOAD,
-        "checkpointing": "checkpoints go through torch.distributed.checkpoint (`dcp.save` / `dcp.load`)",
-    }
+    rows = ROWS

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import cache
 from typing import ClassVar
 
 import libcst as cst
 
 from neuron_migrate.migrate.context import code_of, root_name
+from neuron_migrate.rules import load_all
 from neuron_migrate.rules.base import Rule
 from neuron_migrate.rules.calls import bind_args, is_plain_reference, literal
 from neuron_migrate.rules.neuronx_trace.common import LegacyUse, LegacyUseRule
+from neuron_migrate.rules.rows import ANY_PATH, Row
+from neuron_migrate.rules.tables.neuronx_distributed import NXD
 
 NEURON_DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest"
 DOCS_DISTRIBUTED = f"{NEURON_DOCS}/torch/guides/torch-distributed.html"
@@ -26,7 +30,6 @@ DOCS_FSDP2 = f"{TORCH_DOCS}/distributed.fsdp.fully_shard.html"
 DOCS_DCP = f"{TORCH_DOCS}/distributed.checkpoint.html"
 DOCS_PIPELINING = f"{TORCH_DOCS}/distributed.pipelining.html"
 DOCS_PEFT = "https://huggingface.co/docs/peft/package_reference/lora"
-NXD = "neuronx_distributed"
 TRIGGERS = (b"neuronx_distributed",)
 MESH_DIMS = 'mesh_dim_names=("dp", "tp")'
 
@@ -54,19 +57,26 @@ def submodule_name(rule: Rule, call: cst.Call) -> str | None:
 
 # ----- which rule answers which NxD name ------------------------------------------------------------
 
-# Every NxD rule, as its module defines it; no name is in two rules' tables, so their order does not matter.
+# Every NxD rule, as its module defines it; no name is answered by two of them, so their order does not matter.
 _NXD_RULES: list[type[NxdRule]] = []
+
+# What answers an NxD name: the rule's method of that name, or the row of the family table.
+Answer = str | Row
+# name -> the rule answering it, and how
+Answers = dict[str, tuple["type[NxdRule]", Answer]]
 
 
 class NxdRule(LegacyUseRule):
-    """Base of the NxD rules: ``apis`` maps an API name (the last part of its qualified name, or the
-    last two for names as common as ``save``) to the method handling it; ``modules`` maps a module
-    name to the method for that module's other names. :func:`owner` decides, once for all rules."""
+    """Base of the NxD rules. A name with a fixed next step is a row of the family table
+    (rules/tables/neuronx_distributed.py; the rule declares ``rows = ROWS``). A name whose answer needs
+    code is in ``apis`` (an API name, the last part of its qualified name or the last two for names as
+    common as ``save``) or ``modules`` (a module name, for that module's other names), mapped to the
+    method that answers it. :func:`owner` decides, once for all rules and rows."""
 
     prefixes = (NXD,)
     apis: ClassVar[dict[str, str]] = {}
     modules: ClassVar[dict[str, str]] = {}
-    # The rule of the names no table knows (one: other_nxd_api), with the method answering them.
+    # The rule of the names nothing else answers (one: other_nxd_api), with the method answering them.
     answers_the_rest: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kwargs) -> None:
@@ -75,54 +85,69 @@ class NxdRule(LegacyUseRule):
             _NXD_RULES.append(cls)
 
     def handle_use(self, original, updated, use: LegacyUse):
-        rule, method, api = owner(use.qname)
+        rule, answer, api = owner(use.qname)
         if rule is not type(self):
             return updated
-        return getattr(self, method)(original, updated, use, api)
+        if isinstance(answer, Row):
+            return answer.action.apply(self.ctx, original, updated)
+        return getattr(self, answer)(original, updated, use, api)
 
     @classmethod
-    def automatic(cls, use: LegacyUse, method: str) -> bool:
+    def automatic(cls, use: LegacyUse, answer: Answer) -> bool:
         """Whether the use is rewritten rather than marked (it then needs no place in the plan)."""
         return False
 
 
+def answer_tables(rules: Iterable[type[NxdRule]]) -> tuple[Answers, Answers]:
+    """API name -> (rule, answer) and module name -> (rule, answer), over the rules' methods and rows. A
+    name two rules answer is refused: which one would win is an accident of their order."""
+    apis: Answers = {}
+    modules: Answers = {}
+    for rule in rules:
+        entries = [(apis, name, method) for name, method in rule.apis.items()]
+        entries += [(modules, name, method) for name, method in rule.modules.items()]
+        for row in rule.rows:
+            name = row.name.removeprefix(NXD + ANY_PATH)
+            entries.append((modules, name.removesuffix(".*"), row) if row.is_prefix else (apis, name, row))
+        for table, name, answer in entries:
+            if name in table:
+                raise ValueError(f"NxD name {name} is answered by both {table[name][0].meta.id} and {rule.meta.id}")
+            table[name] = (rule, answer)
+    return apis, modules
+
+
 @cache
-def owner(qname: str) -> tuple[type[NxdRule], str, str]:
-    """(rule, method, API name) for a qualified name under neuronx_distributed. Asked once the rule
-    modules are imported (at rewrite time), so every rule is in ``_NXD_RULES``."""
+def _answers() -> tuple[Answers, Answers]:
+    load_all()  # every rule module is imported, so every rule is in _NXD_RULES
+    return answer_tables(_NXD_RULES)
+
+
+@cache
+def owner(qname: str) -> tuple[type[NxdRule], Answer, str]:
+    """(rule, answer, API name) for a qualified name under neuronx_distributed: the API named nearest the
+    end of the path (``module.api`` before ``api``), else the module nearest the end, else the rule of
+    the rest."""
+    apis, modules = _answers()
     parts = qname.split(".")[1:]
     for position in range(len(parts) - 1, -1, -1):
         keys = [parts[position]]
         if position:
             keys.insert(0, f"{parts[position - 1]}.{parts[position]}")
         for key in keys:
-            for rule in _NXD_RULES:
-                if key in rule.apis:
-                    return rule, rule.apis[key], key
+            if key in apis:
+                rule, answer = apis[key]
+                return rule, answer, key
     for position in range(len(parts) - 1, -1, -1):
-        for rule in _NXD_RULES:
-            if parts[position] in rule.modules:
-                return rule, rule.modules[parts[position]], parts[-1] if parts else NXD
+        if parts[position] in modules:
+            rule, answer = modules[parts[position]]
+            return rule, answer, parts[-1]
     rest = next(rule for rule in _NXD_RULES if rule.answers_the_rest)
     return rest, rest.answers_the_rest, parts[-1] if parts else NXD
 
 
 def is_automatic(use: LegacyUse) -> bool:
-    rule, method, _ = owner(use.qname)
-    return rule.automatic(use, method)
-
-
-class AdviceRule(NxdRule):
-    """An NxD rule whose answers are a table of next steps: ``advice`` maps API or module name to text."""
-
-    advice: ClassVar[dict[str, str]] = {}
-
-    def advise(self, original, updated, use: LegacyUse, api: str):
-        self.ctx.manual(original, self.advice.get(api) or self.advice[self.module_of(use)])
-        return updated
-
-    def module_of(self, use: LegacyUse) -> str:
-        return next(part for part in reversed(use.qname.split(".")) if part in self.modules)
+    rule, answer, _ = owner(use.qname)
+    return rule.automatic(use, answer)
 
 
 # ----- NM420: one plan per file ----------------------------------------------------------------------
@@ -170,21 +195,6 @@ def use_root(use: LegacyUse) -> str:
 
 # ----- NM421: parallel_state -> DeviceMesh -----------------------------------------------------------
 
-MESH_QUERIES = {
-    "get_tensor_model_parallel_rank": 'read it from the DeviceMesh: `mesh["tp"].get_local_rank()`',
-    "get_tensor_model_parallel_size": 'read it from the DeviceMesh: `mesh["tp"].size()`',
-    "get_tensor_model_parallel_group": 'read it from the DeviceMesh: `mesh["tp"].get_group()`',
-    "get_data_parallel_rank": 'read it from the DeviceMesh: `mesh["dp"].get_local_rank()`',
-    "get_data_parallel_size": 'read it from the DeviceMesh: `mesh["dp"].size()`',
-    "get_data_parallel_group": 'read it from the DeviceMesh: `mesh["dp"].get_group()`',
-    "model_parallel_is_initialized": "test the DeviceMesh instead: `mesh is not None`",
-    "destroy_model_parallel": "tear down with `dist.destroy_process_group()`",
-}
-PIPELINE_QUERIES = (
-    "get_pipeline_model_parallel_rank",
-    "get_pipeline_model_parallel_size",
-    "get_pipeline_model_parallel_group",
-)
 INIT_PARAMS = ("tensor_model_parallel_size", "pipeline_model_parallel_size")
 # ----- NM422: parallel layers -> nn layers + parallelize_module --------------------------------------
 
@@ -208,34 +218,8 @@ def move_arguments(call: cst.CSTNode) -> dict[str, cst.Arg] | None:
     return bound if bound is not None and "model" in bound else None
 
 
-# ----- NM425: pad_model -----------------------------------------------------------------------------
-
-PAD_MODEL = (
-    "no padding helper: choose a tensor-parallel size that divides the attention (and KV) heads, or pad the "
-    "heads in the model config, before parallelize_module"
-)
-# ----- NM426: checkpoints -> torch.distributed.checkpoint -------------------------------------------
-
-DCP_SAVE = (
-    'save with torch.distributed.checkpoint: `dcp.save({"model": model.state_dict(), "optim": optimizer.state_dict()}, '
-    "checkpoint_id=path)` on every rank"
-)
-DCP_LOAD = (
-    "load with torch.distributed.checkpoint: `dcp.load(state_dict, checkpoint_id=path)` into `model.state_dict()`, "
-    "then `model.load_state_dict(state_dict)`; NxD checkpoints are not readable by it"
-)
-# ----- NM427: pipeline -> torch.distributed.pipelining ------------------------------------------------
-
-PIPELINE = (
-    "split the model into stages with torch.distributed.pipelining (`pipeline(...)` or one `PipelineStage` per "
-    "rank) and run it with a schedule such as `ScheduleGPipe(stage, n_microbatches, loss_fn=...)`"
-)
 # ----- NM428: ZeRO-1 -> FSDP2 ------------------------------------------------------------------------
 
-ZERO1 = (
-    'ZeRO-1 becomes FSDP2: `fully_shard(model, mesh=mesh["dp"])`, then a plain `torch.optim.AdamW(model.parameters(), '
-    "...)`; FSDP2 shards the optimizer state"
-)
 # Where each API takes the optimizer class and the parameters (the rest are optimizer options).
 OPTIMIZER_PARAMS = {
     "NeuronZero1Optimizer": (("params", "optimizer_class"), "params"),
@@ -281,15 +265,3 @@ def peft_only(call: cst.CSTNode) -> bool:
     if not isinstance(call, cst.Call) or not call.args:
         return False
     return all(arg.keyword is not None and not arg.star and arg.keyword.value in PEFT_DEFAULTS for arg in call.args)
-
-
-# ----- NM431: NxD inference tracing -> torch.compile + DTensor TP ----------------------------------
-
-NXD_INFERENCE = (
-    'shard with `parallelize_module(model, mesh["tp"], plan)`, then `torch.compile(model.to("neuron"), '
-    'backend="neuron", fullgraph=True)`; for LLM serving use vLLM Neuron'
-)
-NXD_ARTIFACT = (
-    "no compiled artifact to save or load: rebuild, shard and torch.compile the model at start-up "
-    "(TORCH_NEURONX_NEFF_CACHE_DIR keeps the compile work)"
-)

@@ -41,7 +41,7 @@ class MoveModelToDevice(NxdRule):
     apis = {"move_model_to_device": "move"}
 
     @classmethod
-    def automatic(cls, use: LegacyUse, method: str) -> bool:
+    def automatic(cls, use: LegacyUse, answer) -> bool:
         return move_arguments(use.node) is not None
 
     def move(self, original, updated, use: LegacyUse, api: str):

@@ -7,16 +7,15 @@ from neuron_migrate.rules.neuronx_distributed.common import (
     DOCS_COMPILE,
     DOCS_NO_XLA_INFERENCE,
     DOCS_TP,
-    NXD_ARTIFACT,
-    NXD_INFERENCE,
     PLAN_SHORT,
     TRIGGERS,
-    AdviceRule,
+    NxdRule,
 )
+from neuron_migrate.rules.tables.neuronx_distributed import NXD_INFERENCE, ROWS
 
 
 @register
-class NxdInferenceToCompile(AdviceRule):
+class NxdInferenceToCompile(NxdRule):
     """NxD inference (parallel_model_trace/save/load, ModelBuilder, NxDModel) was XLA tracing, which is
     unsupported on Trn2/Trn3 (DOCS_NO_XLA_INFERENCE); TorchNeuron compiles with torch.compile
     (DOCS_COMPILE) on a DTensor-sharded model."""
@@ -46,19 +45,4 @@ class NxdInferenceToCompile(AdviceRule):
             ),
         ),
     )
-    apis = {
-        "parallel_model_trace": "advise",
-        "parallel_model_save": "advise",
-        "parallel_model_load": "advise",
-        "ModelBuilder": "advise",
-        "NxDModel": "advise",
-    }
-    modules = {"trace": "advise"}
-    advice = {
-        "parallel_model_trace": NXD_INFERENCE,
-        "ModelBuilder": NXD_INFERENCE,
-        "NxDModel": NXD_INFERENCE,
-        "trace": NXD_INFERENCE,
-        "parallel_model_save": NXD_ARTIFACT,
-        "parallel_model_load": NXD_ARTIFACT,
-    }
+    rows = ROWS

@@ -14,6 +14,7 @@ from neuron_migrate.rules.neuronx_distributed.common import (
     peft_only,
 )
 from neuron_migrate.rules.neuronx_trace.common import LegacyUse
+from neuron_migrate.rules.tables.neuronx_distributed import ROWS
 
 
 @register
@@ -46,11 +47,11 @@ class NxdLoraToPeft(NxdRule):
         ),
     )
     apis = {"LoraConfig": "lora_config"}
-    modules = {"lora": "other"}
+    rows = ROWS
 
     @classmethod
-    def automatic(cls, use: LegacyUse, method: str) -> bool:
-        return method == "lora_config" and peft_only(use.node)
+    def automatic(cls, use: LegacyUse, answer) -> bool:
+        return answer == "lora_config" and peft_only(use.node)
 
     def lora_config(self, original, updated, use: LegacyUse, api: str):
         if not peft_only(original):
@@ -64,10 +65,6 @@ class NxdLoraToPeft(NxdRule):
             review += f"; peft default for what is not given: {', '.join(missing)}"
         renamed = updated.with_changes(func=self.ctx.expr(name))
         return Edit(renamed, message="NxD LoraConfig -> peft.LoraConfig", review=review)
-
-    def other(self, original, updated, use: LegacyUse, api: str):
-        self.ctx.manual(original, "use peft: `peft.get_peft_model(model, peft.LoraConfig(...))`")
-        return updated
 
     @staticmethod
     def _manual_message(original) -> str:

@@ -9,18 +9,20 @@ from neuron_migrate.rules.neuronx_distributed.common import (
     NXD,
     PLAN_SHORT,
     TRIGGERS,
-    AdviceRule,
+    NxdRule,
 )
 from neuron_migrate.rules.neuronx_trace.common import LegacyUse
+from neuron_migrate.rules.tables.neuronx_distributed import ROWS
 
 
 # ----- NM449: any other NxD name ----------------------------------------------------------------------
 
 
 @register
-class OtherNxdApi(AdviceRule):
-    """Every other neuronx_distributed name: a short table of known ones, and for the rest a marker naming
-    the module, so no NxD use is left without a next step (DOCS_TRANSITION, DOCS_DISTRIBUTED)."""
+class OtherNxdApi(NxdRule):
+    """Every other neuronx_distributed name: its rows of the family table for the known ones, and for the
+    rest a marker naming the module, so no NxD use is left without a next step (DOCS_TRANSITION,
+    DOCS_DISTRIBUTED)."""
 
     answers_the_rest = "generic"
     meta = RuleMeta(
@@ -46,45 +48,7 @@ class OtherNxdApi(AdviceRule):
             ),
         ),
     )
-    apis = {
-        "clip_grad_norm": "advise",
-        "model_parallel_xla_manual_seed": "advise",
-        "apply_activation_checkpointing": "advise",
-        "divide": "advise",
-        "hardware": "advise",
-        "NeuronTensorBoardLogger": "advise",
-        "load_balancing_loss_func": "advise",
-    }
-    modules = {"kernels": "advise", "lightning": "advise"}
-    advice = {
-        "divide": "use `a // b` (NxD's divide also asserted that b divides a evenly)",
-        "hardware": (
-            "NxD's hardware enum has no counterpart: compare the platform string (trn1, trn2) where the code "
-            "branches on it"
-        ),
-        "NeuronTensorBoardLogger": "use Lightning's own `TensorBoardLogger(save_dir=...)`",
-        "lightning": (
-            "neuronx_distributed.lightning adapted PyTorch Lightning to XLA: rebuild its strategy on torch.distributed "
-            'with device "neuron", or use a plain training loop'
-        ),
-        "load_balancing_loss_func": (
-            "compute the router's load-balancing loss in plain PyTorch (transformers' Mixtral "
-            "`load_balancing_loss_func` is one)"
-        ),
-        "kernels": (
-            'register the NKI kernel as an op with `@torch_neuronx.nki_op("ns::name", mutates_args=())`; '
-            "for attention, `F.scaled_dot_product_attention` may do"
-        ),
-        "clip_grad_norm": (
-            "use `torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)`: "
-            "it handles DTensor and FSDP2 parameters"
-        ),
-        "model_parallel_xla_manual_seed": "use `torch.manual_seed(seed)` with the same seed on every rank",
-        "apply_activation_checkpointing": (
-            "use `apply_activation_checkpointing(model, check_fn=...)` from "
-            "torch.distributed.algorithms._checkpoint.checkpoint_wrapper, or `torch.utils.checkpoint.checkpoint`"
-        ),
-    }
+    rows = ROWS
 
     def generic(self, original, updated, use: LegacyUse, api: str):
         module, _, name = use.qname.rpartition(".")

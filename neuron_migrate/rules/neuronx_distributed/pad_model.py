@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from neuron_migrate.rules.base import MANUAL, Example, RuleMeta, register
-from neuron_migrate.rules.neuronx_distributed.common import DOCS_TP, PAD_MODEL, PLAN_SHORT, TRIGGERS, AdviceRule
+from neuron_migrate.rules.neuronx_distributed.common import DOCS_TP, PLAN_SHORT, TRIGGERS, NxdRule
+from neuron_migrate.rules.tables.neuronx_distributed import PAD_MODEL, ROWS
 
 
 @register
-class PadModel(AdviceRule):
+class PadModel(NxdRule):
     """``pad_model`` padded attention heads to a multiple of the TP degree; DTensor TP has no such helper
     (DOCS_TP)."""
 
@@ -33,6 +34,4 @@ class PadModel(AdviceRule):
             ),
         ),
     )
-    apis = {"pad_model": "advise"}
-    modules = {"pad": "advise"}
-    advice = {"pad_model": PAD_MODEL, "pad": PAD_MODEL}
+    rows = ROWS

@@ -14,14 +14,15 @@ from neuron_migrate.rules.neuronx_distributed.common import (
     LAYERS,
     PLAN_SHORT,
     TRIGGERS,
-    AdviceRule,
+    NxdRule,
     submodule_name,
 )
 from neuron_migrate.rules.neuronx_trace.common import LegacyUse
+from neuron_migrate.rules.tables.neuronx_distributed import ROWS
 
 
 @register
-class ParallelLayersToTensorParallel(AdviceRule):
+class ParallelLayersToTensorParallel(NxdRule):
     """ColumnParallelLinear / RowParallelLinear / ParallelEmbedding -> ``nn.Linear`` / ``nn.Embedding``
     sharded by a ``parallelize_module`` plan with ``ColwiseParallel`` / ``RowwiseParallel`` (DOCS_TP)."""
 
@@ -60,14 +61,7 @@ class ParallelLayersToTensorParallel(AdviceRule):
         ),
     )
     apis = {name: "layer" for name in LAYERS}
-    modules = {"mappings": "advise", "layers": "advise"}
-    advice = {
-        "mappings": (
-            "the parallelize_module plan places these collectives; an explicit one is "
-            '`dist.all_reduce(x, group=mesh["tp"].get_group())`'
-        ),
-        "layers": 'use the stock torch.nn layer and shard it with a parallelize_module plan on `mesh["tp"]`',
-    }
+    rows = ROWS
 
     def layer(self, original, updated, use: LegacyUse, api: str):
         stock, style, params = LAYERS[api]

@@ -11,8 +11,6 @@ from neuron_migrate.rules.neuronx_distributed.common import (
     DOCS_MESH,
     DOCS_PIPELINING,
     INIT_PARAMS,
-    MESH_QUERIES,
-    PIPELINE_QUERIES,
     PLAN_SHORT,
     TRIGGERS,
     NxdRule,
@@ -20,6 +18,7 @@ from neuron_migrate.rules.neuronx_distributed.common import (
     size_code,
 )
 from neuron_migrate.rules.neuronx_trace.common import LegacyUse
+from neuron_migrate.rules.tables.neuronx_distributed import ROWS
 
 
 @register
@@ -59,12 +58,8 @@ class ParallelStateToDeviceMesh(NxdRule):
             ),
         ),
     )
-    apis = {
-        "initialize_model_parallel": "initialize",
-        **{name: "query" for name in MESH_QUERIES},
-        **{name: "pipeline_query" for name in PIPELINE_QUERIES},
-    }
-    modules = {"parallel_state": "other"}
+    apis = {"initialize_model_parallel": "initialize"}
+    rows = ROWS
 
     def initialize(self, original, updated, use: LegacyUse, api: str):
         call = original if isinstance(original, cst.Call) else None
@@ -74,21 +69,4 @@ class ParallelStateToDeviceMesh(NxdRule):
         if arg_value(bound, "pipeline_model_parallel_size", default=1) != 1:
             message += "; pipeline stages: torch.distributed.pipelining"
         self.ctx.manual(original, message)
-        return updated
-
-    def query(self, original, updated, use: LegacyUse, api: str):
-        self.ctx.manual(original, MESH_QUERIES[api])
-        return updated
-
-    def pipeline_query(self, original, updated, use: LegacyUse, api: str):
-        self.ctx.manual(
-            original, "pipeline stages come from torch.distributed.pipelining (the stage index of your PipelineStage)"
-        )
-        return updated
-
-    def other(self, original, updated, use: LegacyUse, api: str):
-        self.ctx.manual(
-            original,
-            'parallel_state is gone: derive ranks, sizes and groups from the DeviceMesh (`mesh["tp"]`, `mesh["dp"]`)',
-        )
         return updated

@@ -6,15 +6,15 @@ from neuron_migrate.rules.base import MANUAL, Example, RuleMeta, register
 from neuron_migrate.rules.neuronx_distributed.common import (
     DOCS_DISTRIBUTED,
     DOCS_PIPELINING,
-    PIPELINE,
     PLAN_SHORT,
     TRIGGERS,
-    AdviceRule,
+    NxdRule,
 )
+from neuron_migrate.rules.tables.neuronx_distributed import PIPELINE, ROWS
 
 
 @register
-class PipelineToTorchPipelining(AdviceRule):
+class PipelineToTorchPipelining(NxdRule):
     """``NxDPPModel`` -> ``torch.distributed.pipelining`` stages and schedules (DOCS_PIPELINING), which
     the Neuron distributed guide lists as supported."""
 
@@ -40,6 +40,4 @@ class PipelineToTorchPipelining(AdviceRule):
             ),
         ),
     )
-    apis = {"NxDPPModel": "advise"}
-    modules = {"pipeline": "advise"}
-    advice = {"NxDPPModel": PIPELINE, "pipeline": PIPELINE}
+    rows = ROWS

@@ -15,15 +15,16 @@ from neuron_migrate.rules.neuronx_distributed.common import (
     PARALLEL_MODEL,
     PLAN_SHORT,
     TRIGGERS,
-    AdviceRule,
+    NxdRule,
     build_mesh,
     size_code,
 )
 from neuron_migrate.rules.neuronx_trace.common import LegacyUse
+from neuron_migrate.rules.tables.neuronx_distributed import ROWS
 
 
 @register
-class TrainerToMeshAndFsdp(AdviceRule):
+class TrainerToMeshAndFsdp(NxdRule):
     """neuronx_distributed_config / initialize_parallel_model -> a DeviceMesh, a ``parallelize_module``
     plan and ``fully_shard`` (DOCS_MESH, DOCS_TP, DOCS_FSDP2)."""
 
@@ -58,13 +59,7 @@ class TrainerToMeshAndFsdp(AdviceRule):
         ),
     )
     apis = {"neuronx_distributed_config": "config", "initialize_parallel_model": "parallel_model"}
-    modules = {"trainer": "advise"}
-    advice = {
-        "trainer": (
-            "NxD trainer helpers are gone: DeviceMesh + parallelize_module / fully_shard, checkpoints with "
-            "torch.distributed.checkpoint"
-        ),
-    }
+    rows = ROWS
 
     def config(self, original, updated, use: LegacyUse, api: str):
         bound = {}

@@ -13,15 +13,15 @@ from neuron_migrate.rules.neuronx_distributed.common import (
     OPTIMIZER_PARAMS,
     PLAN_SHORT,
     TRIGGERS,
-    ZERO1,
     ZERO1_OPTIONS,
-    AdviceRule,
+    NxdRule,
 )
 from neuron_migrate.rules.neuronx_trace.common import LegacyUse
+from neuron_migrate.rules.tables.neuronx_distributed import ROWS, ZERO1
 
 
 @register
-class Zero1ToFsdp2(AdviceRule):
+class Zero1ToFsdp2(NxdRule):
     """NeuronZero1Optimizer / initialize_parallel_optimizer sharded optimizer state over data-parallel
     ranks; FSDP2 ``fully_shard`` does that and more (DOCS_FSDP2)."""
 
@@ -51,8 +51,7 @@ class Zero1ToFsdp2(AdviceRule):
         ),
     )
     apis = {"NeuronZero1Optimizer": "optimizer", "initialize_parallel_optimizer": "optimizer"}
-    modules = {"optimizer": "advise"}
-    advice = {"optimizer": ZERO1}
+    rows = ROWS
 
     def optimizer(self, original, updated, use: LegacyUse, api: str):
         params, parameters = OPTIMIZER_PARAMS[api]
