@@ -6,7 +6,6 @@ marker de-duplication and the report behave identically for every rule.
 
 from __future__ import annotations
 
-import re
 import sys
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
@@ -14,6 +13,7 @@ from typing import TypeVar
 import libcst as cst
 from libcst.metadata import GlobalScope, MetadataWrapper, QualifiedNameSource, ScopeProvider
 
+from neuron_migrate import markers
 from neuron_migrate.migrate.guards import is_shim
 from neuron_migrate.migrate.positions import code_and_ranges
 from neuron_migrate.report.model import INFO, MANUAL, REVIEW, SAFE, Finding, Span
@@ -46,18 +46,16 @@ LOADED_WITH_PACKAGE = frozenset(
 )
 
 
-# A TODO marker this tool writes: ``# TODO(neuron-migrate NM123): <next step>``.
-_TODO_MARKER = re.compile(r"#\s*TODO\(neuron-migrate (?P<rule>NM\d+)\):\s*(?P<message>.*)")
 # How the TODO of an edit already made begins (see Edit.todo): it describes what was done.
 EDIT_TODO_PREFIX = "deleted "
 
 
 def site_todo_rule(comment: str) -> str | None:
     """The rule id of a TODO marker about code left as it was below it (not about an edit made)."""
-    match = _TODO_MARKER.match(comment.strip())
-    if match is None or match.group("message").startswith(EDIT_TODO_PREFIX):
+    marker = markers.parse(comment.strip())
+    if marker is None or not marker.todo or not marker.rule or marker.text.startswith(EDIT_TODO_PREFIX):
         return None
-    return match.group("rule")
+    return marker.rule
 
 
 def root_name(node: cst.CSTNode) -> str:
@@ -663,10 +661,10 @@ class FileContext:
         line = self.span(node).line
         if line <= self.first_line(self.statement_stack[-1]):
             return
-        ids = self.line_tags.get(line, "").removeprefix("# TODO(neuron-migrate ").partition(")")[0]
-        if rule_id not in ids.split(", "):
-            ids = f"{ids}, {rule_id}" if ids else rule_id
-            self.line_tags[line] = f"# TODO(neuron-migrate {ids}): see above"
+        tagged = markers.parse(self.line_tags.get(line, ""))
+        ids = list(tagged.rules) if tagged else []
+        if rule_id not in ids:
+            self.line_tags[line] = markers.tag([*ids, rule_id])
 
     # ----- module facts ------------------------------------------------------------------------
     def _scan_imports(self) -> None:

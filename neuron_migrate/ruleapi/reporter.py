@@ -10,23 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from neuron_migrate.report.model import INFO, MANUAL, WARNING, Finding, Span
+from neuron_migrate import markers
+from neuron_migrate.report.model import INFO, WARNING, Finding, Span
 from neuron_migrate.ruleapi.rule import RuleMeta
 from neuron_migrate.suppress import is_suppressed, suppressed_lines
 
 SUPPRESSED = "{title} (suppressed by comment)"
 
 
-def marker_text(rule_id: str, safety: str, text: str) -> str:
-    """The comment, without its ``#``, that goes next to a site: a TODO with the next step for work
-    left to a human, a review note for an edit a human should check."""
-    if safety == MANUAL:
-        return f"TODO(neuron-migrate {rule_id}): {text}"
-    return f"neuron-migrate({rule_id}): {text}"
-
-
-def marker_comment(rule_id: str, safety: str, text: str) -> str:
-    return "# " + marker_text(rule_id, safety, text)
+# The marker format is the markers module's; rules reach it through the rule API under these names.
+marker_text = markers.text
+marker_comment = markers.comment
 
 
 def severity_of(applied: bool) -> str:
