@@ -6,17 +6,19 @@ from neuron_migrate.migrate.shell import Command, ShellScript
 from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, marker_comment, register
 from neuron_migrate.rules.launch_scripts.common import (
     DOCS_TRAINING_ARGS,
+    ShellRule,
+    _anchor,
+    _command_span,
+    _indexed_array,
+)
+from neuron_migrate.rules.launch_scripts.launchers import launch_of
+from neuron_migrate.rules.launch_scripts.training_flags import (
     FLAG_EDITS,
     TENSORBOARD_DIR,
     _OVERWRITE_GONE,
     FlagEdit,
     NeuronFlag,
-    ShellRule,
-    _anchor,
-    _command_span,
-    _indexed_array,
     changed_trainer_flags,
-    launch_of,
 )
 
 

@@ -14,16 +14,17 @@ from neuron_migrate.rules.launch_scripts.common import (
     TRN1_NODE_CORES,
     _COMPILE_REVIEW,
     _TRN2_CORES,
-    NeuronFlag,
     ShellRule,
     _anchor,
     _command_span,
     _indexed_array,
-    _trn1_node_count,
-    flag_name,
+)
+from neuron_migrate.rules.launch_scripts.launchers import flag_name, launch_of
+from neuron_migrate.rules.launch_scripts.training_flags import (
+    NeuronFlag,
     flag_reason,
-    launch_of,
     neuron_flags,
+    _trn1_node_count,
     zero_1_reason,
     zero_1_text,
 )
