@@ -56,6 +56,33 @@ class Reporter:
             self._suppressed.setdefault(line, ids)
 
     # -- findings ------------------------------------------------------------------------------------
+    def report(
+        self,
+        meta: RuleMeta,
+        span: Span,
+        message: str,
+        safety: str,
+        *,
+        applied: bool,
+        before: str,
+        after: str = "",
+        fix: str = "",
+        marker: str = "",
+        marker_safety: str = "",
+        severity: str = "",
+        suppressed: bool = False,
+    ) -> str:
+        """The one call every file kind makes for what a rule did or left at ``span``: the finding, and
+        the text (without ``#``) of the marker ``marker`` asks for ("" for none), written as a TODO when
+        ``marker_safety`` (else ``safety``) is manual and as a review note otherwise. Where the marker
+        goes is the file kind's business (above a statement, a command, a requirement line). A finding
+        a suppression comment silenced (``suppressed``) is recorded as such and gets no marker."""
+        self.add(
+            meta, span, message, safety, applied=applied, before=before, after=after, fix=fix, severity=severity,
+            suppressed=suppressed,
+        )
+        return markers.text(meta.id, marker_safety or safety, marker) if marker and not suppressed else ""
+
     def add(
         self,
         meta: RuleMeta,

@@ -85,9 +85,9 @@ class Edit:
     begins with what was done ("deleted X: ...", the prefix is added when missing): a rerun keeps such a
     marker, while it drops a TODO whose code below no longer holds what it was about.
 
-    A handler that changes nothing returns the node it was given, after ``self.ctx.manual(...)`` or
-    ``self.ctx.report(...)`` when it has something to say; a bare node return is an edit with the
-    rule's own title and safety.
+    A handler that changes nothing returns the node it was given, after ``self.ctx.manual(self.meta, ...)``
+    or ``self.ctx.report(self.meta, ...)`` when it has something to say (the rule is named in every call:
+    the context keeps no current rule); a bare node return is an edit with the rule's own title and safety.
     """
 
     replacement: Any

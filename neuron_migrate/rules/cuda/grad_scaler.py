@@ -37,5 +37,5 @@ class GradScaler(CudaRule):
 
     def flag_scaler(self, original: cst.Call, updated: cst.Call, qname: str):
         if not legacy_owned(self.ctx, "NM152"):
-            self.ctx.manual(original, SCALER_STEP)
+            self.ctx.manual(self.meta, original, SCALER_STEP)
         return updated

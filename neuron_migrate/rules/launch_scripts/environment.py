@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from neuron_migrate.migrate.shell import WORD, Command, ShellEdits, ShellScript
-from neuron_migrate.rules.base import MANUAL, RuleMeta, all_rules, marker_comment
+from neuron_migrate.rules.base import MANUAL, RuleMeta, all_rules
 from neuron_migrate.rules.env_vars.common import (
     BY_HAND,
     DELETE,
@@ -187,8 +187,8 @@ def _apply_deletions(
         item, meta = decision.setting.item, metas[decision.rule]
         message = f"deleted {decision.message}"
         if decision.todo:
-            ctx.record(meta, item.start, item.end, message, MANUAL, applied=True, fix=message)
-            ctx.mark(command.start, marker_comment(meta.id, MANUAL, message))
+            ctx.report(meta, item.start, item.end, message, MANUAL, applied=True, fix=message, marker=message,
+                       anchor=command.start)
         elif decision.review:
             ctx.review(meta, item.start, item.end, message, message, command.start)
         else:

@@ -118,7 +118,7 @@ class AdviceRule(NxdRule):
     advice: ClassVar[dict[str, str]] = {}
 
     def advise(self, original, updated, use: LegacyUse, api: str):
-        self.ctx.manual(original, self.advice.get(api) or self.advice[self.module_of(use)])
+        self.ctx.manual(self.meta, original, self.advice.get(api) or self.advice[self.module_of(use)])
         return updated
 
     def module_of(self, use: LegacyUse) -> str:

@@ -54,7 +54,7 @@ class NxdLoraToPeft(NxdRule):
 
     def lora_config(self, original, updated, use: LegacyUse, api: str):
         if not peft_only(original):
-            self.ctx.manual(original, self._manual_message(original))
+            self.ctx.manual(self.meta, original, self._manual_message(original))
             return updated
         name = self.ctx.require_from_import("peft", "LoraConfig")
         given = {arg.keyword.value for arg in original.args}
@@ -66,7 +66,7 @@ class NxdLoraToPeft(NxdRule):
         return Edit(renamed, message="NxD LoraConfig -> peft.LoraConfig", review=review)
 
     def other(self, original, updated, use: LegacyUse, api: str):
-        self.ctx.manual(original, "use peft: `peft.get_peft_model(model, peft.LoraConfig(...))`")
+        self.ctx.manual(self.meta, original, "use peft: `peft.get_peft_model(model, peft.LoraConfig(...))`")
         return updated
 
     @staticmethod

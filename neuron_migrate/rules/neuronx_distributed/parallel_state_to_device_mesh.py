@@ -73,22 +73,22 @@ class ParallelStateToDeviceMesh(NxdRule):
         message += " (torch.distributed.device_mesh)"
         if arg_value(bound, "pipeline_model_parallel_size", default=1) != 1:
             message += "; pipeline stages: torch.distributed.pipelining"
-        self.ctx.manual(original, message)
+        self.ctx.manual(self.meta, original, message)
         return updated
 
     def query(self, original, updated, use: LegacyUse, api: str):
-        self.ctx.manual(original, MESH_QUERIES[api])
+        self.ctx.manual(self.meta, original, MESH_QUERIES[api])
         return updated
 
     def pipeline_query(self, original, updated, use: LegacyUse, api: str):
         self.ctx.manual(
-            original, "pipeline stages come from torch.distributed.pipelining (the stage index of your PipelineStage)"
+            self.meta, original, "pipeline stages come from torch.distributed.pipelining (the stage index of your PipelineStage)"
         )
         return updated
 
     def other(self, original, updated, use: LegacyUse, api: str):
         self.ctx.manual(
-            original,
+            self.meta, original,
             'parallel_state is gone: derive ranks, sizes and groups from the DeviceMesh (`mesh["tp"]`, `mesh["dp"]`)',
         )
         return updated

@@ -41,7 +41,7 @@ class GradScalerWithXla(Rule):
             # but this rule's marker says the file was XLA code: saying it again keeps a rerun a fixpoint.
             return updated
         self.ctx.manual(
-            original,
+            self.meta, original,
             "bf16 needs no loss scaling: delete the scaler and call loss.backward() and optimizer.step() "
             "directly (fp16 scaling on neuron is unverified)",
         )
