@@ -27,7 +27,10 @@ _REVIEW = "neuron-migrate({ids})"
 TAG_TEXT = "see above"
 
 # The one pattern: a TODO (one rule, or a tag's list of rules) or a review note, then its text.
-PATTERN = r"#\s*(?:TODO\(neuron-migrate (?P<todo>NM\d+(?:, NM\d+)*)\)|neuron-migrate\((?P<review>NM\d+)\)):\s*(?P<text>.*)"
+PATTERN = (
+    r"#\s*(?:TODO\(neuron-migrate (?P<todo>NM\d+(?:, NM\d+)*)\)|neuron-migrate\((?P<review>NM\d+)\))"
+    r":\s*(?P<text>.*)"
+)
 _MARKER = re.compile(PATTERN)
 
 

@@ -444,7 +444,9 @@ class FileContext:
         self.imports_needed[key] = ImportRequest(module, name=name)
         return name
 
-    def add_setup(self, meta: RuleMeta, node: cst.CSTNode, code: str, why: str, *, unless: str, label: str = "") -> None:
+    def add_setup(
+        self, meta: RuleMeta, node: cst.CSTNode, code: str, why: str, *, unless: str, label: str = ""
+    ) -> None:
         """Run ``code`` once at start-up: it goes after the file's imports, with ``why`` as a comment.
 
         Nothing is added when ``unless`` already appears in the file (the user set it some other

@@ -414,7 +414,9 @@ class MigrationTransformer(cst.CSTTransformer):
         text = code_of(result)
         if not banned.intersection(text) and "\\" not in text:
             return result
-        self.ctx.manual(meta, original, "sits inside an f-string whose quotes the replacement needs; rewrite it by hand")
+        self.ctx.manual(
+            meta, original, "sits inside an f-string whose quotes the replacement needs; rewrite it by hand"
+        )
         return updated
 
     def _schedule_statement(self, meta: RuleMeta, original, updated, replacement: StatementReplacement):

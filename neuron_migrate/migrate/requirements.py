@@ -111,7 +111,9 @@ class _FileEdit:
     def note(self, rule: str, message: str, span: Span, before: str, marker: str) -> list[str]:
         """A finding of one of the rules that only put a marker (the index and hash rules)."""
         meta = self.metas[rule]
-        return [self.reporter.report(meta, span, message, meta.safety, applied=True, before=before, fix=marker, marker=marker)]
+        return [
+            self.reporter.report(meta, span, message, meta.safety, applied=True, before=before, fix=marker, marker=marker)
+        ]
 
     def mark(self, role: str, lines: range, span: Span, before: str) -> list[str] | None:
         """The marker of the rule playing ``role``, one that only puts a marker (the Neuron index and

@@ -1037,7 +1037,9 @@ class ShellEdits:
         self, meta: RuleMeta, start: int, end: int, message: str, review: str, anchor: int, after: str = ""
     ) -> None:
         """An applied edit a human should check: the finding, and a review marker above ``anchor``."""
-        self.report(meta, start, end, message, REVIEW, applied=True, after=after, fix=review, marker=review, anchor=anchor)
+        self.report(
+            meta, start, end, message, REVIEW, applied=True, after=after, fix=review, marker=review, anchor=anchor
+        )
 
     def safe(self, meta: RuleMeta, start: int, end: int, message: str, after: str = "") -> None:
         self.report(meta, start, end, message, SAFE, applied=True, after=after)

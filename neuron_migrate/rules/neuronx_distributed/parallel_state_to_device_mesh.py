@@ -82,13 +82,16 @@ class ParallelStateToDeviceMesh(NxdRule):
 
     def pipeline_query(self, original, updated, use: LegacyUse, api: str):
         self.ctx.manual(
-            self.meta, original, "pipeline stages come from torch.distributed.pipelining (the stage index of your PipelineStage)"
+            self.meta,
+            original,
+            "pipeline stages come from torch.distributed.pipelining (the stage index of your PipelineStage)",
         )
         return updated
 
     def other(self, original, updated, use: LegacyUse, api: str):
         self.ctx.manual(
-            self.meta, original,
+            self.meta,
+            original,
             'parallel_state is gone: derive ranks, sizes and groups from the DeviceMesh (`mesh["tp"]`, `mesh["dp"]`)',
         )
         return updated

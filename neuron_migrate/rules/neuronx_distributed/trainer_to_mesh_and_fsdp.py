@@ -91,7 +91,8 @@ class TrainerToMeshAndFsdp(AdviceRule):
         if "\n" in built or len(built) > 80:
             built = f"model = {receiver(call.args[1].value)}(...)"
         self.ctx.manual(
-            self.meta, original,
+            self.meta,
+            original,
             PARALLEL_MODEL.replace("build the model yourself", f"build the model yourself (`{built}`)", 1),
         )
         return updated

@@ -68,7 +68,8 @@ class Zero1ToFsdp2(AdviceRule):
         arguments = ", ".join([code_of(bound[parameters].value), *options])
         created = f"{receiver(bound['optimizer_class'].value)}({arguments})"
         self.ctx.manual(
-            self.meta, original,
+            self.meta,
+            original,
             f'after `fully_shard(model, mesh=mesh["dp"])` create the optimizer directly: `{created}` '
             "(FSDP2 shards its state)",
         )

@@ -266,7 +266,8 @@ class DiffusionPipelineToDiffusers(NeuronLoaderRule):
     def constructor(self, original: cst.Call, updated: cst.Call, qname: str):
         _, target = self.target_of(qname)
         self.ctx.manual(
-            self.meta, original,
+            self.meta,
+            original,
             f'the constructor took compiled models; load with `{target}.from_pretrained(model_id).to("neuron")`',
         )
         return updated

@@ -206,7 +206,9 @@ class CausalLMToTransformers(TransformersModelRule):
             f"nothing is exported ahead of time now: load with `{load}`; launch with torchrun --nproc-per-node <that "
             f"size>; generate with {STATIC_CACHE}, batch and sequence length as the neuron config had them"
         )
-        self.ctx.manual(self.meta, original, step, fix=f'model = {load}\nmodel.generation_config.cache_implementation = "static"')
+        self.ctx.manual(
+            self.meta, original, step, fix=f'model = {load}\nmodel.generation_config.cache_implementation = "static"'
+        )
         return updated
 
     def static_cache_plan(self, load: Load) -> str:

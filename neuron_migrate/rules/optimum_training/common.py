@@ -711,7 +711,8 @@ class RenameRule(Rule):
                 package = hf.OWNER_PACKAGE.get(owner, "transformers")
                 verb = "has" if present else "has no"
                 self.ctx.report(
-                    self.meta, node,
+                    self.meta,
+                    node,
                     f"the version table disagrees with the installed {hf.version_text(package)}, whose {owner} "
                     f"{verb} `{name}`; following the installed release",
                 )
@@ -726,7 +727,9 @@ class TrainerRule(RenameRule):
         legacy = qname.rsplit(".", 1)[1]
         call = positional_to_keywords(updated, target)
         if call is None:
-            self.ctx.manual(self.meta, original, f"pass the arguments after the {target.keep}th by keyword, then run again")
+            self.ctx.manual(
+                self.meta, original, f"pass the arguments after the {target.keep}th by keyword, then run again"
+            )
             return updated
         edits = ArgumentEdits()
         self.processing_class(original, call, edits)
@@ -788,7 +791,8 @@ class ArgumentsRule(RenameRule):
                 refused = self.refused_keys(original, spread.entries, target)
                 if refused and not spread.editable:
                     self.ctx.manual(
-                        self.meta, original,
+                        self.meta,
+                        original,
                         f"remove {', '.join(refused)} from `{code_of(arg.value)}`: {target.name} does not take them",
                     )
         edits = self.plan(
@@ -972,7 +976,8 @@ class ArgumentsRule(RenameRule):
             if isinstance(directory, str):
                 os_name = self.ctx.require_import("os")
                 self.ctx.add_setup(
-                    self.meta, value,
+                    self.meta,
+                    value,
                     f'{os_name}.environ.setdefault("TENSORBOARD_LOGGING_DIR", {code_of(value)})',
                     "TrainingArguments has no logging_dir since transformers 5.2; TensorBoard reads this instead",
                     unless="TENSORBOARD_LOGGING_DIR",

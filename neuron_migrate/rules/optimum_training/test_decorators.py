@@ -68,7 +68,9 @@ class TestDecorators(Rule):
     def decorator(self, original, updated, qname: str):
         name = TESTING_UTILS[qname]
         if id(original) not in self.decorators:
-            self.ctx.manual(self.meta, original, f"{name} is an optimum-neuron test helper: decorate with {SKIP_DECORATOR} instead")
+            self.ctx.manual(
+                self.meta, original, f"{name} is an optimum-neuron test helper: decorate with {SKIP_DECORATOR} instead"
+            )
             return updated
         torch = self.ctx.require_import("torch")
         unittest = self.ctx.require_import("unittest")

@@ -75,7 +75,8 @@ class AutocastToNeuron(Rule):
         if bound is None:
             if legacy:
                 self.ctx.manual(
-                    self.meta, original,
+                    self.meta,
+                    original,
                     'arguments not understood; write torch.autocast(device_type="neuron", dtype=torch.bfloat16)',
                 )
             return updated

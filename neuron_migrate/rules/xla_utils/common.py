@@ -209,7 +209,9 @@ class HelperRule(Rule):
             self.ctx.manual(self.meta, node, IMPORT_TAKEN.format(name=name, rule=self.meta.id))
             return False
         code = Template(helper.code).substitute(names).rstrip("\n")
-        self.ctx.add_setup(self.meta, node, code, f"Stands in for torch_xla's {helper.replaces}.", unless=_definition(name))
+        self.ctx.add_setup(
+            self.meta, node, code, f"Stands in for torch_xla's {helper.replaces}.", unless=_definition(name)
+        )
         return True
 
 
