@@ -89,7 +89,7 @@ def audit(paths: Sequence[Path | str], config: Config, progress=None) -> Report:
     for result in report.files:
         result.findings.sort(key=lambda f: (f.cell or 0, f.span.line, f.span.column, f.rule))
     report.duration_seconds = time.perf_counter() - started
-    return report
+    return report.complete()
 
 
 def empty_report() -> Report:
@@ -240,7 +240,7 @@ def as_audit_finding(finding: Finding) -> Finding:
 
 def merge_runtime(report: Report, runtime: Sequence[Finding]) -> Report:
     """Add runtime findings: one about the same line and rule as a static finding confirms it, the
-    others are runtime-only evidence. Fingerprints are then counted again, over both."""
+    others are runtime-only evidence. The merged report is complete again: fingerprints are counted over both."""
     static = {_line_key(f): f for f in report.findings}
     files = {fr.path: fr for fr in report.files}
     for finding in runtime:
@@ -253,7 +253,7 @@ def merge_runtime(report: Report, runtime: Sequence[Finding]) -> Report:
         files.setdefault(finding.path, FileResult(finding.path)).findings.append(finding)
         static[_line_key(finding)] = finding
     report.files = sorted(files.values(), key=lambda r: r.path)
-    return report.number_findings()
+    return report.complete()
 
 
 def _line_key(finding: Finding) -> tuple:
@@ -276,7 +276,6 @@ def exit_code(report: Report, fail_on: str) -> int:
 def apply_baseline(report: Report, path: Path) -> int:
     """Mark findings recorded in the baseline as suppressed; returns how many were."""
     known = load_baseline(path)
-    report.number_findings()
     count = 0
     for finding in report.findings:
         if finding.fingerprint in known and not finding.suppressed:
@@ -299,7 +298,6 @@ def load_baseline(path: Path) -> set[str]:
 
 def write_baseline(report: Report, path: Path) -> int:
     """Record every unsuppressed finding; returns how many."""
-    report.number_findings()
     findings = {
         f.fingerprint: {"rule": f.rule, "path": f.path, "line": f.span.line, "code": f.before}
         for f in report.findings

@@ -23,6 +23,7 @@ class RenameTrainer(Rule):
         args_name = self.ctx.require_from_import("transformers", "TrainingArguments")
         os_name = self.ctx.require_import("os")
         self.ctx.add_setup(
+            self.meta,
             original,
             f'{os_name}.environ.setdefault("HF_DEACTIVATE_ASYNC_LOAD", "1")',
             "weights load synchronously on the neuron device",

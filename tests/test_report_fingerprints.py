@@ -41,7 +41,7 @@ def rewrite_fingerprints(tmp_path: Path, source: str) -> list[tuple[str, int, st
     target = tmp_path / "train.py"
     target.write_text(source, encoding="utf-8")
     report = run([target], load_config([tmp_path], jobs=1, cache=False), mode="check")
-    report.number_findings()
+    report.complete()
     return [(f.rule, f.span.line, f.fingerprint) for f in report.findings]
 
 

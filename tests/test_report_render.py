@@ -174,13 +174,22 @@ def test_rule_catalog_keeps_rules_that_ran_or_fired_and_cleans_entries():
     assert catalog["NA201"] == {"title": "NA201", "safety": MANUAL, "summary": "", "docs": [], "risks": ["performance"]}
 
 
-def test_render_fills_missing_fingerprints():
+@pytest.mark.parametrize("fmt", ["json", "sarif", "md", "html", "github", "statistics"])
+def test_rendering_changes_nothing_in_the_report(fmt):
     report = sample_report()
     bare = Finding("NM110", "removed", "a.py", span(1, 1), SAFE, applied=True, before="xm.mark_step()")
     report.files.append(FileResult("a.py", CHANGED, [bare]))
-    assert bare.fingerprint == ""
-    render(report, "json")
-    assert len(bare.fingerprint) == 16
+    before = report.to_dict()
+    render(report, fmt)
+    assert report.to_dict() == before and bare.fingerprint == ""
+
+
+def test_completing_the_report_counts_repeated_code():
+    report = sample_report()
+    twice = [Finding("NM110", "removed", "a.py", span(n, 1), SAFE, applied=True, before="xm.mark_step()") for n in (1, 2)]
+    report.files.append(FileResult("a.py", CHANGED, twice))
+    report.complete()
+    assert len({f.fingerprint for f in twice}) == 2 and all(len(f.fingerprint) == 16 for f in twice)
 
 
 def test_location_names_the_notebook_cell():

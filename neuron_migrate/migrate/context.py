@@ -6,7 +6,6 @@ marker de-duplication and the report behave identically for every rule.
 
 from __future__ import annotations
 
-import re
 import sys
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
@@ -14,11 +13,12 @@ from typing import TypeVar
 import libcst as cst
 from libcst.metadata import GlobalScope, MetadataWrapper, QualifiedNameSource, ScopeProvider
 
+from neuron_migrate import markers
 from neuron_migrate.migrate.guards import is_shim
 from neuron_migrate.migrate.positions import code_and_ranges
 from neuron_migrate.report.model import INFO, MANUAL, REVIEW, SAFE, Finding, Span
 from neuron_migrate.ruleapi import Edit, Fact, Facts, RuleMeta
-from neuron_migrate.ruleapi.reporter import Reporter, marker_comment
+from neuron_migrate.ruleapi.reporter import Reporter
 
 _EMPTY = cst.Module(body=[])
 T = TypeVar("T")
@@ -46,18 +46,16 @@ LOADED_WITH_PACKAGE = frozenset(
 )
 
 
-# A TODO marker this tool writes: ``# TODO(neuron-migrate NM123): <next step>``.
-_TODO_MARKER = re.compile(r"#\s*TODO\(neuron-migrate (?P<rule>NM\d+)\):\s*(?P<message>.*)")
 # How the TODO of an edit already made begins (see Edit.todo): it describes what was done.
 EDIT_TODO_PREFIX = "deleted "
 
 
 def site_todo_rule(comment: str) -> str | None:
     """The rule id of a TODO marker about code left as it was below it (not about an edit made)."""
-    match = _TODO_MARKER.match(comment.strip())
-    if match is None or match.group("message").startswith(EDIT_TODO_PREFIX):
+    marker = markers.parse(comment.strip())
+    if marker is None or not marker.todo or not marker.rule or marker.text.startswith(EDIT_TODO_PREFIX):
         return None
-    return match.group("rule")
+    return marker.rule
 
 
 def root_name(node: cst.CSTNode) -> str:
@@ -247,7 +245,6 @@ class FileContext:
     module_names: set[str] = field(default_factory=set)
     _facts: Facts = field(default_factory=Facts)
     _note: PendingNote = field(default_factory=PendingNote)
-    _rule: RuleMeta | None = None
     # statement node id -> marker comment lines to attach when the engine leaves that statement
     markers: dict[int, list[str]] = field(default_factory=dict)
     statement_stack: list[cst.CSTNode] = field(default_factory=list)
@@ -447,7 +444,9 @@ class FileContext:
         self.imports_needed[key] = ImportRequest(module, name=name)
         return name
 
-    def add_setup(self, node: cst.CSTNode, code: str, why: str, *, unless: str, label: str = "") -> None:
+    def add_setup(
+        self, meta: RuleMeta, node: cst.CSTNode, code: str, why: str, *, unless: str, label: str = ""
+    ) -> None:
         """Run ``code`` once at start-up: it goes after the file's imports, with ``why`` as a comment.
 
         Nothing is added when ``unless`` already appears in the file (the user set it some other
@@ -457,12 +456,11 @@ class FileContext:
         if unless in self.text or code in self.setup:
             return
         self._note_import_site(code, "")
-        meta = self._require_rule()
         self.setup[code] = why
         # A helper definition is named by its label or its first line; the report's "after" has all of it.
         shown = label or f"`{code.splitlines()[0].rstrip(':')}`"
         message = f"added {shown} after the imports" + (f": {why}" if why else "")
-        self._record(meta, node, message, SAFE, applied=True, after=code)
+        self._report(meta, node, message, SAFE, applied=True, after=code)
 
     # ----- where added imports go ------------------------------------------------------------
     def _note_import_site(self, key: str, module: str) -> None:
@@ -528,20 +526,16 @@ class FileContext:
         return list(cst.parse_module(text).body)
 
     # ----- talking to the report -------------------------------------------------------------
-    def manual(self, node: cst.CSTNode, message: str, fix: str = "") -> None:
-        """Leave ``node`` as it is and put a TODO marker with the concrete next step on its line."""
-        meta = self._require_rule()
-        if self.is_suppressed(meta.id, node):
-            self._record(meta, node, message, MANUAL, applied=False, fix=fix, suppressed=True)
-            return
-        self._record(meta, node, message, MANUAL, applied=False, fix=fix)
-        self._mark(marker_comment(meta.id, MANUAL, message))
-        self._tag_line(node, meta.id)
+    def manual(self, meta: RuleMeta, node: cst.CSTNode, message: str, fix: str = "") -> None:
+        """Leave ``node`` as it is and put ``meta``'s TODO marker with the concrete next step on its line."""
+        suppressed = self.is_suppressed(meta.id, node)
+        self._report(meta, node, message, MANUAL, applied=False, fix=fix, marker=message, suppressed=suppressed)
+        if not suppressed:
+            self._tag_line(node, meta.id)
 
-    def record_manual(self, node: cst.CSTNode, message: str, fix: str = "") -> None:
+    def record_manual(self, meta: RuleMeta, node: cst.CSTNode, message: str, fix: str = "") -> None:
         """A site left for a human whose marker the engine places itself (after the pass): the finding only."""
-        meta = self._require_rule()
-        self._record(meta, node, message, MANUAL, applied=False, fix=fix)
+        self._report(meta, node, message, MANUAL, applied=False, fix=fix)
 
     @property
     def answered_elsewhere(self) -> bool:
@@ -552,10 +546,9 @@ class FileContext:
         call, or in the call's own TODO): no leftover marker of its own."""
         self._note.answered = True
 
-    def report(self, node: cst.CSTNode, message: str, fix: str = "") -> None:
-        """A finding for the report only: nothing is changed and no marker is written."""
-        meta = self._require_rule()
-        self._record(meta, node, message, MANUAL, applied=False, fix=fix, severity=INFO)
+    def report(self, meta: RuleMeta, node: cst.CSTNode, message: str, fix: str = "") -> None:
+        """A finding of ``meta`` for the report only: nothing is changed and no marker is written."""
+        self._report(meta, node, message, MANUAL, applied=False, fix=fix, severity=INFO)
 
     # ----- engine side -----------------------------------------------------------------------
     def take(self, edit: Edit):
@@ -573,22 +566,22 @@ class FileContext:
 
     def record_edit(self, meta: RuleMeta, node: cst.CSTNode, edit: Edit, after: str = "") -> None:
         """Report an edit the engine made itself on a rule's behalf (an import nothing uses any more)."""
-        self.begin(meta)
+        self.begin()
         try:
             self.take(edit)
             self.finish_edit(meta, node, after)
         finally:
             self.end()
 
-    def begin(self, meta: RuleMeta) -> None:
-        self._rule = meta
+    def begin(self) -> None:
+        """A handler starts: nothing said of its edit yet. (Every report call names its rule; the
+        context keeps no current rule.)"""
         self._note = PendingNote()
 
     def finish_edit(self, meta: RuleMeta, original: cst.CSTNode, after: str) -> None:
         note = self._note
         if note.todo:
-            self._record(meta, original, note.todo, MANUAL, applied=True, after=after, fix=note.todo)
-            self._mark(marker_comment(meta.id, MANUAL, note.todo))
+            self._report(meta, original, note.todo, MANUAL, applied=True, after=after, fix=note.todo, marker=note.todo)
             return
         safety = note.safety or meta.safety
         if safety == MANUAL:
@@ -597,18 +590,16 @@ class FileContext:
         review = note.review or meta.summary or meta.title
         # For a reviewed edit the "fix" is what the reviewer has to check; renderers show it.
         fix = review if safety == REVIEW else ""
-        self._record(meta, original, message, safety, applied=True, after=after, fix=fix)
-        if safety == REVIEW:
-            self._mark(marker_comment(meta.id, REVIEW, review))
+        marker = review if safety == REVIEW else ""
+        self._report(meta, original, message, safety, applied=True, after=after, fix=fix, marker=marker)
 
     def record_dropped_marker(self, meta: RuleMeta, node: cst.CSTNode, comment: str) -> None:
         """A marker of an earlier run was removed above ``node``: the code it was about is gone."""
         message = "marker of an earlier run removed: the code it was about is gone or now reads differently"
-        self._record(meta, node, message, SAFE, applied=True)
+        self._report(meta, node, message, SAFE, applied=True)
         self.findings[-1] = replace(self.findings[-1], before=comment.strip(), fingerprint="").finalize()
 
     def end(self) -> None:
-        self._rule = None
         self._note = PendingNote()
 
     def is_suppressed(self, rule_id: str, node: cst.CSTNode) -> bool:
@@ -627,25 +618,14 @@ class FileContext:
     def record_suppressed(self, meta: RuleMeta, node: cst.CSTNode) -> None:
         self.reporter.skipped(meta, self.span(node), self.code(node).strip())
 
-    def _require_rule(self) -> RuleMeta:
-        if self._rule is None:
-            raise RuntimeError("FileContext.manual() called outside a rule hook")
-        return self._rule
-
-    def _record(self, meta, node, message, safety, *, applied, after="", fix="", suppressed=False, severity="") -> None:
-        before = self.code(node).strip()
-        self.reporter.add(
-            meta,
-            self.span(node),
-            message,
-            safety,
-            applied=applied,
-            before=before,
-            after=after.strip(),
-            fix=fix,
-            suppressed=suppressed,
-            severity=severity,
+    def _report(self, meta, node, message, safety, *, applied, after="", fix="", marker="", **extra) -> None:
+        """The finding of ``meta`` at ``node``, and the marker it asks for above the statement being visited."""
+        text = self.reporter.report(
+            meta, self.span(node), message, safety, applied=applied, before=self.code(node).strip(),
+            after=after.strip(), fix=fix, marker=marker, **extra,
         )
+        if text:
+            self._mark("# " + text)
 
     def _mark(self, comment: str) -> None:
         if self.no_comments or not self.statement_stack:
@@ -663,10 +643,10 @@ class FileContext:
         line = self.span(node).line
         if line <= self.first_line(self.statement_stack[-1]):
             return
-        ids = self.line_tags.get(line, "").removeprefix("# TODO(neuron-migrate ").partition(")")[0]
-        if rule_id not in ids.split(", "):
-            ids = f"{ids}, {rule_id}" if ids else rule_id
-            self.line_tags[line] = f"# TODO(neuron-migrate {ids}): see above"
+        tagged = markers.parse(self.line_tags.get(line, ""))
+        ids = list(tagged.rules) if tagged else []
+        if rule_id not in ids:
+            self.line_tags[line] = markers.tag([*ids, rule_id])
 
     # ----- module facts ------------------------------------------------------------------------
     def _scan_imports(self) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
+from neuron_migrate import markers
 from neuron_migrate.migrate import dual_stack
 from neuron_migrate.migrate import imports as import_edits
 from neuron_migrate.migrate.guards import is_shim, only_tests
@@ -21,8 +22,16 @@ from neuron_migrate.migrate.names import new_unbound_reads
 from neuron_migrate.migrate.context import FileContext, code_of, is_import_line, root_name, site_todo_rule
 from neuron_migrate.migrate.errors import InternalError
 from neuron_migrate.report.model import MANUAL, Finding, Span
-from neuron_migrate.ruleapi import Edit, Rule, RuleIndex, StatementReplacement, rule_with_role, rules_for, select_rules
-from neuron_migrate.ruleapi.reporter import marker_comment
+from neuron_migrate.ruleapi import (
+    Edit,
+    Rule,
+    RuleIndex,
+    RuleMeta,
+    StatementReplacement,
+    rule_with_role,
+    rules_for,
+    select_rules,
+)
 
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 # small statements whose value may be a call that a rule replaces as a whole statement
@@ -133,7 +142,7 @@ class RulePlan:
             deselected_names=frozenset(name for rule in left_out for name in (*rule.calls, *rule.references)),
             keep_dual_stack=keep_dual_stack,
             from_cuda=from_cuda,
-            retired_imports=tuple(name for rule in chosen for name in getattr(rule, "retired_imports", ())),
+            retired_imports=tuple(name for rule in chosen for name in rule.retired_imports),
         )
 
     @property
@@ -365,7 +374,7 @@ class MigrationTransformer(cst.CSTTransformer):
         ctx = self.ctx
         before = len(ctx.findings)
         imports_before = len(ctx.imports_needed)
-        ctx.begin(meta)
+        ctx.begin()
         try:
             result = getattr(self.instances[rule], method)(original, updated, *args)
             if isinstance(result, Edit):
@@ -373,10 +382,10 @@ class MigrationTransformer(cst.CSTTransformer):
             if result is updated and len(ctx.findings) == before and not ctx.answered_elsewhere:
                 return updated  # the rule had nothing to say about this node: the common case
             if isinstance(result, StatementReplacement):
-                result = self._schedule_statement(original, updated, result)
+                result = self._schedule_statement(meta, original, updated, result)
             changed = result is not updated
             if changed and self.fstring_quotes and not isinstance(result, _Scheduled):
-                result = self._fit_into_fstring(original, updated, result)
+                result = self._fit_into_fstring(meta, original, updated, result)
                 changed = result is not updated
             if changed and self.ctx.is_suppressed(meta.id, original):
                 # The edit is not made, so neither are the imports it asked for (the newest keys).
@@ -397,7 +406,7 @@ class MigrationTransformer(cst.CSTTransformer):
         finally:
             self.ctx.end()
 
-    def _fit_into_fstring(self, original, updated, result):
+    def _fit_into_fstring(self, meta: RuleMeta, original, updated, result):
         """Before Python 3.12 an f-string's expressions cannot reuse its quote character: re-quote
         the replacement's strings, or leave the site to a human when that is not possible."""
         enclosing = self.fstring_quotes[:-1] if isinstance(original, cst.FormattedString) else self.fstring_quotes
@@ -408,10 +417,12 @@ class MigrationTransformer(cst.CSTTransformer):
         text = code_of(result)
         if not banned.intersection(text) and "\\" not in text:
             return result
-        self.ctx.manual(original, "sits inside an f-string whose quotes the replacement needs; rewrite it by hand")
+        self.ctx.manual(
+            meta, original, "sits inside an f-string whose quotes the replacement needs; rewrite it by hand"
+        )
         return updated
 
-    def _schedule_statement(self, original, updated, replacement: StatementReplacement):
+    def _schedule_statement(self, meta: RuleMeta, original, updated, replacement: StatementReplacement):
         if isinstance(original, cst.SimpleStatementLine):
             # A hook on the line itself replaces that line; it has checked what the line binds.
             line, deletes_value = original, False
@@ -423,7 +434,7 @@ class MigrationTransformer(cst.CSTTransformer):
             message = "used inside an expression, so it cannot be rewritten automatically"
             if replacement.fallback:
                 message += f"; {replacement.fallback}"
-            self.ctx.manual(original, message)
+            self.ctx.manual(meta, original, message)
             return updated
         after = "".join(code_of(s) for s in replacement.statements)
         return _Scheduled(line, replacement.statements, after)
@@ -650,14 +661,10 @@ class MigrationTransformer(cst.CSTTransformer):
             if self._handled(self.ctx.span(ref.node), since) or self._turned_off(ref.qname):
                 continue
             rule = self.leftover_rule
-            self.ctx.begin(rule.meta)
-            try:
-                if self.ctx.is_suppressed(rule.meta.id, ref.node):
-                    self.ctx.record_suppressed(rule.meta, ref.node)
-                else:
-                    self.ctx.manual(ref.node, rule.message_for(ref.qname), fix=rule.fix_for(ref.qname))
-            finally:
-                self.ctx.end()
+            if self.ctx.is_suppressed(rule.meta.id, ref.node):
+                self.ctx.record_suppressed(rule.meta, ref.node)
+            else:
+                self.ctx.manual(rule.meta, ref.node, rule.message_for(ref.qname), fix=rule.fix_for(ref.qname))
             self.handled_spans.append(self.ctx.span(ref.node))
         self.legacy_refs = remaining
 
@@ -760,23 +767,15 @@ class MigrationTransformer(cst.CSTTransformer):
         if self.shim_rule is None or id(statement) in self.shim_uses or (self.shims and id(self.shims[-1]) in self.quiet_shims):
             return
         self.shim_uses.add(id(statement))
-        self.ctx.begin(self.shim_rule.meta)
-        try:
-            self.ctx.report(node, self.shim_rule.USE_MESSAGE.format(name=root_name(node)))
-        finally:
-            self.ctx.end()
+        self.ctx.report(self.shim_rule.meta, node, self.shim_rule.USE_MESSAGE.format(name=root_name(node)))
 
     def _report_shim(self, node: cst.CSTNode) -> None:
         if self.shim_rule is None:
             return
-        self.ctx.begin(self.shim_rule.meta)
-        try:
-            if self.pairs_guards:
-                self.ctx.manual(node, self.shim_rule.UNPAIRED_MESSAGE)
-            else:
-                self.ctx.report(node, self.shim_rule.MESSAGE)
-        finally:
-            self.ctx.end()
+        if self.pairs_guards:
+            self.ctx.manual(self.shim_rule.meta, node, self.shim_rule.UNPAIRED_MESSAGE)
+        else:
+            self.ctx.report(self.shim_rule.meta, node, self.shim_rule.MESSAGE)
 
 
 def _named_part(node: cst.CSTNode) -> cst.CSTNode:
@@ -984,7 +983,7 @@ def _guard_texts(plan: RulePlan, no_comments: bool) -> tuple[str, str]:
     if plan.guards_kept:
         return "", ""
     rule = plan.shim
-    return rule.PROBE, "" if no_comments else marker_comment(rule.meta.id, MANUAL, rule.LEGACY_IMPORT_KEPT)
+    return rule.PROBE, "" if no_comments else markers.comment(rule.meta.id, MANUAL, rule.LEGACY_IMPORT_KEPT)
 
 
 def _report_guards(ctx: FileContext, plan: RulePlan, trys: list[cst.Try], outcomes) -> None:
@@ -1000,11 +999,7 @@ def _report_guards(ctx: FileContext, plan: RulePlan, trys: list[cst.Try], outcom
         elif outcome.kind == "gone":
             ctx.record_edit(rule.meta, node, Edit(None, safe=True, message=rule.GONE_MESSAGE))
         else:
-            ctx.begin(rule.meta)
-            try:
-                ctx.record_manual(node, rule.LEGACY_IMPORT_KEPT)
-            finally:
-                ctx.end()
+            ctx.record_manual(rule.meta, node, rule.LEGACY_IMPORT_KEPT)
 
 
 def _report_removed_imports(ctx: FileContext, plan: RulePlan, statements, removed: list[str]) -> None:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from json.decoder import scanstring
 from typing import TYPE_CHECKING
 
+from neuron_migrate import markers
 from neuron_migrate.migrate.discover import REQUIREMENTS, kind_of
 from neuron_migrate.migrate.sources import NUL_MESSAGE, InternalError, Outcome, SourceError, guarded, nul_place
 from neuron_migrate.migrate.write import split_lines, unified_diff
@@ -307,7 +308,6 @@ _HELP = re.compile(r"(?:\?{1,2}[\w.*]+|[\w.]+(?:\(\))?\?{1,2})\s*$")
 _ASSIGNED_MAGIC = re.compile(r"[\w.]+(?:\s*,\s*[\w.]+)*\s*=\s*[!%]")
 # Fine in a cell of its own, a syntax error anywhere but the top of the module the cells form.
 _FUTURE_IMPORT = re.compile(r"from\s+__future__\s+import\b")
-_MARKER = re.compile(r"[ \t]*#\s*(?:TODO\(neuron-migrate NM\d{3}\)|neuron-migrate\(NM\d{3}\))")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 # %%magic -> what its body is.
@@ -387,7 +387,7 @@ def find_regions(lines: list[str], first_line: int, numbers) -> list[Region]:
             last += 1
         lead = 0
         if kind in (SHELL, ENV):
-            while index - lead - 1 >= taken and _MARKER.match(lines[index - lead - 1]):
+            while index - lead - 1 >= taken and markers.parse(lines[index - lead - 1]):
                 lead += 1
         regions.append(Region(next(numbers), index - lead, lead, last, kind, indent, prefix, env))
         index = taken = last

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from neuron_migrate.migrate.sources import SourceError, decode_text, text_adapter
 from neuron_migrate.report.model import SAFE, Span
 from neuron_migrate.ruleapi import hooks_for, rule_with_role
-from neuron_migrate.ruleapi.reporter import Reporter, marker_text
+from neuron_migrate.ruleapi.reporter import Reporter
 
 if TYPE_CHECKING:
     from neuron_migrate.migrate.engine import RulePlan
@@ -95,23 +95,25 @@ class _FileEdit:
     def apply(self, change: Change, requirement: Requirement, span: Span, after: tuple[str, ...]) -> list[str]:
         """Record an applied change; the marker comments (without '# ') to put above it."""
         self.changed = True
-        self._add(
-            change.rule,
-            change.message,
+        marker = self.reporter.report(
+            self.metas[change.rule],
             span,
+            change.message,
             change.safety,
-            True,
+            applied=True,
             before=requirement.written,
             after="\n".join(after),
             fix="" if change.safety == SAFE else change.marker,
+            marker=change.marker,
         )
-        return [marker_text(change.rule, change.safety, change.marker)] if change.marker else []
+        return [marker] if marker else []
 
     def note(self, rule: str, message: str, span: Span, before: str, marker: str) -> list[str]:
         """A finding of one of the rules that only put a marker (the index and hash rules)."""
         meta = self.metas[rule]
-        self._add(rule, message, span, meta.safety, True, before=before, fix=marker)
-        return [marker_text(rule, meta.safety, marker)]
+        return [
+            self.reporter.report(meta, span, message, meta.safety, applied=True, before=before, fix=marker, marker=marker)
+        ]
 
     def mark(self, role: str, lines: range, span: Span, before: str) -> list[str] | None:
         """The marker of the rule playing ``role``, one that only puts a marker (the Neuron index and
@@ -128,9 +130,6 @@ class _FileEdit:
             self.reporter.skipped(self.metas[rule], span, before)
             return False
         return True
-
-    def _add(self, rule, message, span, safety, applied, *, before="", after="", fix="") -> None:
-        self.reporter.add(self.metas[rule], span, message, safety, applied=applied, before=before, after=after, fix=fix)
 
 
 def _marker_lines(markers: list[str], indent: str, above: list[str], no_comments: bool) -> list[str]:

@@ -109,7 +109,7 @@ def run(
     report.files = sorted(files, key=lambda r: r.path)
     report.warnings = results.warnings
     report.duration_seconds = time.perf_counter() - started
-    return report
+    return report.complete()
 
 
 class _Results:

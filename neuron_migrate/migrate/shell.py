@@ -27,10 +27,11 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from neuron_migrate import markers
 from neuron_migrate.migrate.sources import Outcome, decode_text, text_adapter
 from neuron_migrate.report.model import MANUAL, REVIEW, SAFE, Finding, Span
 from neuron_migrate.ruleapi import hooks_for
-from neuron_migrate.ruleapi.reporter import Reporter, marker_comment
+from neuron_migrate.ruleapi.reporter import Reporter
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -993,8 +994,12 @@ class ShellEdits:
         """A new line (without its newline) at the line start ``position``, above any marker there."""
         self._edits.append((position, position, self.escape(line) + self.newline, 0))
 
-    def mark(self, position: int, comment: str) -> None:
-        """A marker comment above the command at ``position`` (nothing with --no-comments)."""
+    def marker(self, meta: RuleMeta, safety: str, text: str, anchor: int) -> None:
+        """``meta``'s marker (a TODO when ``safety`` is manual, else a review note) above the command or
+        array at ``anchor``, for a marker that sums up several findings (one per flag of a line)."""
+        self._mark(anchor, markers.comment(meta.id, safety, text))
+
+    def _mark(self, position: int, comment: str) -> None:
         if self.no_comments:
             return
         comment = self.escape(comment)
@@ -1002,7 +1007,7 @@ class ShellEdits:
         if comment not in comments:
             comments.append(comment)
 
-    def record(
+    def report(
         self,
         meta: RuleMeta,
         start: int,
@@ -1011,31 +1016,37 @@ class ShellEdits:
         safety: str,
         *,
         applied: bool,
+        marker: str = "",
+        anchor: int = 0,
+        marker_safety: str = "",
         after: str = "",
         fix: str = "",
-        suppressed: bool = False,
         before: str = "",
-    ) -> Finding:
+    ) -> None:
+        """The one call for what a rule did or left at ``start:end``: the finding, and the marker
+        ``marker`` asks for above the command or array at ``anchor`` (see Reporter.report)."""
         before = before or " ".join(self.script.text[start:end].split())
-        span = self.script.span(start, end)
-        return self.reporter.add(
-            meta, span, message, safety, applied=applied, before=before, after=after, fix=fix, suppressed=suppressed
+        text = self.reporter.report(
+            meta, self.script.span(start, end), message, safety, applied=applied, before=before, after=after,
+            fix=fix, marker=marker, marker_safety=marker_safety,
         )
+        if text:
+            self._mark(anchor, "# " + text)
 
     def review(
         self, meta: RuleMeta, start: int, end: int, message: str, review: str, anchor: int, after: str = ""
     ) -> None:
-        """An applied edit a human should check: the finding, and a marker above ``anchor``."""
-        self.record(meta, start, end, message, REVIEW, applied=True, after=after, fix=review)
-        self.mark(anchor, marker_comment(meta.id, REVIEW, review))
+        """An applied edit a human should check: the finding, and a review marker above ``anchor``."""
+        self.report(
+            meta, start, end, message, REVIEW, applied=True, after=after, fix=review, marker=review, anchor=anchor
+        )
 
     def safe(self, meta: RuleMeta, start: int, end: int, message: str, after: str = "") -> None:
-        self.record(meta, start, end, message, SAFE, applied=True, after=after)
+        self.report(meta, start, end, message, SAFE, applied=True, after=after)
 
     def manual(self, meta: RuleMeta, start: int, end: int, message: str, anchor: int) -> None:
         """Nothing is changed: the finding, and a TODO marker with the next step above ``anchor``."""
-        self.record(meta, start, end, message, MANUAL, applied=False, fix=message)
-        self.mark(anchor, marker_comment(meta.id, MANUAL, message))
+        self.report(meta, start, end, message, MANUAL, applied=False, fix=message, marker=message, anchor=anchor)
 
     def skip(self, meta: RuleMeta, start: int, end: int) -> None:
         """The rule would act here, but a suppression comment says no."""

@@ -14,6 +14,7 @@ import html
 import re
 from typing import Any
 
+from neuron_migrate import markers
 from neuron_migrate.report.model import (
     FAILED,
     MANUAL,
@@ -144,7 +145,7 @@ CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 # Enough Python colouring to read a diff at a glance; a line is coloured on its own, so a string
 # that spans lines is only coloured on its first line.
 TOKENS = re.compile(
-    r"(?P<mark>#\s*(?:TODO\()?neuron-migrate[ (].*$)"
+    rf"(?P<mark>{markers.PATTERN}$)"
     r"|(?P<com>#.*$)"
     r"|(?P<str>[rbfuRBFU]{0,2}(?:\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'))"
     r"|(?P<kw>\b(?:False|None|True|and|as|assert|async|await|break|class|continue|def|del|elif|else|except"

@@ -165,7 +165,10 @@ class Report:
         that left a TODO. Every renderer lists and counts this one list; ``totals()["manual"]`` is its length."""
         return [f for fr in self.files for f in sorted(fr.manual, key=position)]
 
-    def number_findings(self) -> Report:
+    def complete(self) -> Report:
+        """Called once by whatever builds the report, when its last finding is in: every output keys
+        findings by fingerprint, and repeats of the same code in a file are only told apart once the
+        whole file's findings are known. Renderers read the result and change nothing."""
         number_findings(self.findings)
         return self
 

@@ -54,9 +54,7 @@ def render(report: Report, fmt: str, rules: Mapping[str, Mapping[str, Any]] | No
     if fmt not in _MODULES:
         raise ValueError(f"unknown report format {fmt!r}: use one of {', '.join(FORMATS)}")
     module = importlib.import_module(_MODULES[fmt])
-    # Every output keys findings by fingerprint, and repeats of the same code in a file are only
-    # told apart once the whole file's findings are known.
-    report.number_findings()
+    # Renderers only read: the fingerprints were counted when the report was completed (Report.complete).
     return module.render(report, rule_catalog(report, rules), **options)
 
 

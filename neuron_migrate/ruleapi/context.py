@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from neuron_migrate.report.model import Span
     from neuron_migrate.ruleapi.facts import Fact
+    from neuron_migrate.ruleapi.rule import RuleMeta
     from neuron_migrate.ruleapi.reporter import Reporter
 
 T = TypeVar("T")
@@ -83,7 +84,8 @@ class RuleContext(Protocol):
     def require_from_import(self, module: str, name: str) -> str:
         """Have the file import ``name`` from ``module`` (once); returns the name to use for it."""
 
-    def add_setup(self, node: cst.CSTNode, code: str, why: str, *, unless: str, label: str = "") -> None:
+    def add_setup(self, meta: RuleMeta, node: cst.CSTNode, code: str, why: str, *, unless: str,
+                  label: str = "") -> None:
         """A start-up statement (or helper) inserted once after the imports with a one-line why, unless
         the file's code already holds ``unless``."""
 
@@ -114,10 +116,10 @@ class RuleContext(Protocol):
     # ----- talking to the report
     reporter: Reporter
 
-    def manual(self, node: cst.CSTNode, message: str, fix: str = "") -> None:
-        """Leave ``node`` as it is, with a TODO marker giving the next step."""
+    def manual(self, meta: RuleMeta, node: cst.CSTNode, message: str, fix: str = "") -> None:
+        """Leave ``node`` as it is, with a TODO marker of rule ``meta`` giving the next step."""
 
-    def report(self, node: cst.CSTNode, message: str, fix: str = "") -> None:
+    def report(self, meta: RuleMeta, node: cst.CSTNode, message: str, fix: str = "") -> None:
         """A finding for the report only: nothing changes, no marker."""
 
     def answered_by_enclosing_call(self) -> None:

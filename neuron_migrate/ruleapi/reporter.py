@@ -10,23 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from neuron_migrate.report.model import INFO, MANUAL, WARNING, Finding, Span
+from neuron_migrate import markers
+from neuron_migrate.report.model import INFO, WARNING, Finding, Span
 from neuron_migrate.ruleapi.rule import RuleMeta
 from neuron_migrate.suppress import is_suppressed, suppressed_lines
 
 SUPPRESSED = "{title} (suppressed by comment)"
 
 
-def marker_text(rule_id: str, safety: str, text: str) -> str:
-    """The comment, without its ``#``, that goes next to a site: a TODO with the next step for work
-    left to a human, a review note for an edit a human should check."""
-    if safety == MANUAL:
-        return f"TODO(neuron-migrate {rule_id}): {text}"
-    return f"neuron-migrate({rule_id}): {text}"
-
-
-def marker_comment(rule_id: str, safety: str, text: str) -> str:
-    return "# " + marker_text(rule_id, safety, text)
+# The marker format is the markers module's; rules reach it through the rule API under these names.
+marker_text = markers.text
+marker_comment = markers.comment
 
 
 def severity_of(applied: bool) -> str:
@@ -62,6 +56,33 @@ class Reporter:
             self._suppressed.setdefault(line, ids)
 
     # -- findings ------------------------------------------------------------------------------------
+    def report(
+        self,
+        meta: RuleMeta,
+        span: Span,
+        message: str,
+        safety: str,
+        *,
+        applied: bool,
+        before: str,
+        after: str = "",
+        fix: str = "",
+        marker: str = "",
+        marker_safety: str = "",
+        severity: str = "",
+        suppressed: bool = False,
+    ) -> str:
+        """The one call every file kind makes for what a rule did or left at ``span``: the finding, and
+        the text (without ``#``) of the marker ``marker`` asks for ("" for none), written as a TODO when
+        ``marker_safety`` (else ``safety``) is manual and as a review note otherwise. Where the marker
+        goes is the file kind's business (above a statement, a command, a requirement line). A finding
+        a suppression comment silenced (``suppressed``) is recorded as such and gets no marker."""
+        self.add(
+            meta, span, message, safety, applied=applied, before=before, after=after, fix=fix, severity=severity,
+            suppressed=suppressed,
+        )
+        return markers.text(meta.id, marker_safety or safety, marker) if marker and not suppressed else ""
+
     def add(
         self,
         meta: RuleMeta,

@@ -86,9 +86,9 @@ class Edit:
     begins with what was done ("deleted X: ...", the prefix is added when missing): a rerun keeps such a
     marker, while it drops a TODO whose code below no longer holds what it was about.
 
-    A handler that changes nothing returns the node it was given, after ``self.ctx.manual(...)`` or
-    ``self.ctx.report(...)`` when it has something to say; a bare node return is an edit with the
-    rule's own title and safety.
+    A handler that changes nothing returns the node it was given, after ``self.ctx.manual(self.meta, ...)``
+    or ``self.ctx.report(self.meta, ...)`` when it has something to say (the rule is named in every call:
+    the context keeps no current rule); a bare node return is an edit with the rule's own title and safety.
     """
 
     replacement: Any
@@ -126,6 +126,9 @@ class Rule:
     # The code the rule migrates (one of SOURCES): "legacy" Neuron code, always on, or "cuda" code, whose rules
     # run only when asked for (``rewrite --from cuda``), since they change code that runs as it is elsewhere.
     source: ClassVar[str] = "legacy"
+    # Imports the rule's rewrite leaves unread (``from torch.cuda.amp import GradScaler`` once the scaler is gone):
+    # the engine drops each once nothing in the file reads it any more.
+    retired_imports: ClassVar[tuple[str, ...]] = ()
 
     # What the rule asks of the file it runs on. A shell or Dockerfile rule gets its adapter's edits
     # (ShellEdits) instead, through the base class of its family.

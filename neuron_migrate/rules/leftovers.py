@@ -211,7 +211,9 @@ class CompatibilityShim(Rule):
         if self.ctx.guards_kept and not self.ctx.neuron_copy_depth:
             return updated
         if _checks_xla_on_gpu(updated):
-            self.ctx.manual(original, "checks for torch_xla on a GPU, not for a Trainium device: drop this branch")
+            self.ctx.manual(
+                self.meta, original, "checks for torch_xla on a GPU, not for a Trainium device: drop this branch"
+            )
             return updated
         home, _, name = AVAILABILITY_CHECKS[qname].rpartition(".")
         check = updated.with_changes(func=self.ctx.expr(self.ctx.require_from_import(home, name)), args=[])
@@ -356,6 +358,7 @@ class LegacyAttributeCheck(Rule):
             if legacy is not None:
                 check = code_of(original).strip()
                 self.ctx.manual(
+                    self.meta,
                     original,
                     f"`{check}` is always False on TorchNeuron, which has no `{module}.{name}`: the code it guards "
                     "never runs there; drop the check if that code should run (migrated, it no longer needs the "

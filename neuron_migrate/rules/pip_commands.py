@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from neuron_migrate.migrate.shell import WORD, Command, ShellEdits, ShellScript
-from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, RuleMeta, all_rules, marker_comment, rule_with_role
+from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, RuleMeta, all_rules, rule_with_role
 from neuron_migrate.rules.requirements import (
     INDEX_MARKER,
     PACKAGES,
@@ -157,8 +157,10 @@ def _migrate_install(command: Command, first: int, ctx: ShellEdits, metas: dict[
     index_rule = _index_rule()
     if neuron_index and index_rule in metas and not ctx.suppressed(index_rule, (command.start, command.end)):
         meta = metas[index_rule]
-        ctx.record(meta, command.start, command.end, meta.title, REVIEW, applied=True, fix=INDEX_MARKER)
-        ctx.mark(command.start, marker_comment(index_rule, REVIEW, INDEX_MARKER))
+        ctx.report(
+            meta, command.start, command.end, meta.title, REVIEW, applied=True, fix=INDEX_MARKER, marker=INDEX_MARKER,
+            anchor=command.start,
+        )
 
 
 def _delete_install(ctx: ShellEdits, command: Command) -> None:
@@ -182,8 +184,10 @@ def _record(
     elif change.safety == REVIEW:
         ctx.review(meta, item.start, item.end, change.message, change.marker, command.start, after=after)
     else:
-        ctx.record(meta, item.start, item.end, change.message, MANUAL, applied=True, after=after, fix=change.marker)
-        ctx.mark(command.start, marker_comment(meta.id, MANUAL, change.marker))
+        ctx.report(
+            meta, item.start, item.end, change.message, MANUAL, applied=True, after=after, fix=change.marker,
+            marker=change.marker, anchor=command.start,
+        )
 
 
 def _shell_word(text: str, raw: str) -> str:

@@ -48,8 +48,8 @@ class Manual:
     answers_calls: ClassVar[bool] = True
     answers_references: ClassVar[bool] = True
 
-    def apply(self, ctx: RuleContext, original: cst.CSTNode, updated: cst.CSTNode):
-        ctx.manual(original, self.step)
+    def apply(self, rule: Rule, original: cst.CSTNode, updated: cst.CSTNode):
+        rule.ctx.manual(rule.meta, original, self.step)
         return updated
 
     def describe(self) -> str:
@@ -71,8 +71,8 @@ class Rename:
     answers_calls: ClassVar[bool] = True
     answers_references: ClassVar[bool] = True
 
-    def apply(self, ctx: RuleContext, original: cst.CSTNode, updated: cst.CSTNode):
-        new = ctx.expr(self._imported_name(ctx))
+    def apply(self, rule: Rule, original: cst.CSTNode, updated: cst.CSTNode):
+        new = rule.ctx.expr(self._imported_name(rule.ctx))
         if isinstance(original, cst.Call):
             new = updated.with_changes(func=new)
         return Edit(new, message=self.note, review=self.review)
@@ -105,9 +105,9 @@ class Remove:
     def answers_references(self) -> bool:
         return bool(self.referenced)
 
-    def apply(self, ctx: RuleContext, original: cst.CSTNode, updated: cst.CSTNode):
+    def apply(self, rule: Rule, original: cst.CSTNode, updated: cst.CSTNode):
         if not isinstance(original, cst.Call):
-            ctx.manual(original, self.referenced)
+            rule.ctx.manual(rule.meta, original, self.referenced)
             return updated
         return Edit(StatementReplacement([], fallback=self.fallback), message=self.note, review=self.review)
 
@@ -170,7 +170,7 @@ def answer_row(rule: Rule, original: cst.CSTNode, updated: cst.CSTNode, qname: s
     """The handler every row-derived entry of ``calls`` / ``references`` points to (as the rule's
     ``apply_row``). A rule that must decline some sites defines ``apply_row`` itself and calls this."""
     row = row_for(rule.row_table, qname)
-    return row.action.apply(rule.ctx, original, updated)
+    return row.action.apply(rule, original, updated)
 
 
 def install(cls: type[Rule]) -> None:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import ast
 import json
-import re
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from neuron_migrate.markers import find as find_marker
 from neuron_migrate.report.verification import Divergence, Edit
 from neuron_migrate.verify.compare import Mismatch, compare_tensors
 from neuron_migrate.verify.records import Record
@@ -21,7 +21,6 @@ from neuron_migrate.verify.records import Record
 DEVICE = "neuron"
 
 BF16_VARS = ("XLA_USE_BF16", "XLA_DOWNCAST_BF16")
-MARKER = re.compile(r"(?:TODO\(neuron-migrate (NM\d+)\)|neuron-migrate\((NM\d+)\)):\s*(.*)")
 MAX_EDITS = 6
 
 
@@ -237,10 +236,10 @@ def markers(root: Path, risks_of: dict[str, list[str]]) -> list[Edit]:
         except OSError:
             continue
         for number, line in enumerate(lines, 1):
-            match = MARKER.search(line)
-            if match:
-                rule = match.group(1) or match.group(2)
-                found.append(Edit(rule, str(path), number, match.group(3).strip(), risks_of.get(rule, [])))
+            marker = find_marker(line)
+            # a line tag naming several rules points at their TODOs above it, which are counted there
+            if marker and marker.rule:
+                found.append(Edit(marker.rule, str(path), number, marker.text.strip(), risks_of.get(marker.rule, [])))
     return found
 
 

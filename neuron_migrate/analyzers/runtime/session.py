@@ -208,7 +208,7 @@ class Watch:
                 "summary": f"{hazard.why}. Fix: {hazard.fix}", "docs": list(hazard.docs), "example": None,
             }
         return Report(tool_version=__version__, command=command, mode="audit", files=list(files.values()),
-                      rules=rules, duration_seconds=self.summary().wall_seconds)
+                      rules=rules, duration_seconds=self.summary().wall_seconds).complete()
 
 
 def watch(steps: int = 1, *, user_roots=()) -> Watch:

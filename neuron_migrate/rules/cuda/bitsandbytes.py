@@ -62,7 +62,7 @@ class Bitsandbytes(CudaRule):
     calls = {qname: "quantized" for qname in _CONFIGS}
 
     def quantized(self, original: cst.Call, updated: cst.Call, qname: str):
-        self.ctx.manual(original, QUANTIZED_STEP)
+        self.ctx.manual(self.meta, original, QUANTIZED_STEP)
         return updated
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
@@ -73,16 +73,16 @@ class Bitsandbytes(CudaRule):
         if any(f is not None and not is_false(f.value) for f in flags) or (
             optim is not None and string_value(optim.value) in BNB_OPTIMIZERS
         ):
-            self.ctx.manual(original, QUANTIZED_STEP)
+            self.ctx.manual(self.meta, original, QUANTIZED_STEP)
         return updated
 
     def leave_Import(self, original: cst.Import, updated: cst.Import):
         if any(cst.Module([]).code_for_node(a.name).split(".")[0] == "bitsandbytes" for a in original.names):
-            self.ctx.manual(original, QUANTIZED_STEP)
+            self.ctx.manual(self.meta, original, QUANTIZED_STEP)
         return updated
 
     def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom):
         module = cst.Module([]).code_for_node(original.module) if original.module is not None else ""
         if not original.relative and module.split(".")[0] == "bitsandbytes":
-            self.ctx.manual(original, QUANTIZED_STEP)
+            self.ctx.manual(self.meta, original, QUANTIZED_STEP)
         return updated

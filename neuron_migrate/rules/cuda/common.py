@@ -6,6 +6,7 @@ import re
 
 import libcst as cst
 
+from neuron_migrate import markers
 from neuron_migrate.rules.base import Rule
 
 DOCS_ACCELERATOR = "https://docs.pytorch.org/docs/stable/accelerator.html"
@@ -25,8 +26,7 @@ def legacy_owned(ctx, rule_id: str) -> bool:
     """Is this XLA code, whose CUDA-named API a legacy rule (``rule_id``) answers? It is while the file imports
     torch_xla, and after a rewrite removed those imports the legacy rule's marker (TODO or review) says so: a
     rerun must not answer the same call a second way."""
-    markers = (f"neuron-migrate {rule_id})", f"neuron-migrate({rule_id})")
-    return ctx.has_legacy_imports or any(marker in ctx.text for marker in markers)
+    return ctx.has_legacy_imports or markers.mentions(ctx.text, rule_id)
 
 
 class CudaRule(Rule):

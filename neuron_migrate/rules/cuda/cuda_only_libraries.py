@@ -89,7 +89,7 @@ class CudaOnlyLibraries(CudaRule):
         for alias in original.names:
             name = _library(_dotted(alias.name))
             if name is not None:
-                self.ctx.manual(original, LIBRARIES[name])
+                self.ctx.manual(self.meta, original, LIBRARIES[name])
                 break
         return updated
 
@@ -100,7 +100,7 @@ class CudaOnlyLibraries(CudaRule):
         names = [] if isinstance(original.names, cst.ImportStar) else [_dotted(a.name) for a in original.names]
         found = _library(module) or next((n for n in (_library(f"{module}.{x}") for x in names) if n), None)
         if found is not None:
-            self.ctx.manual(original, LIBRARIES[found])
+            self.ctx.manual(self.meta, original, LIBRARIES[found])
         return updated
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
@@ -110,6 +110,6 @@ class CudaOnlyLibraries(CudaRule):
             elements = value.elements if isinstance(value, (cst.List, cst.Tuple)) else ()
             texts = [value, *(e.value for e in elements)]
             if any(isinstance(t, cst.SimpleString) and "nvidia-smi" in str(t.evaluated_value) for t in texts):
-                self.ctx.manual(original, NVIDIA_SMI)
+                self.ctx.manual(self.meta, original, NVIDIA_SMI)
                 break
         return updated

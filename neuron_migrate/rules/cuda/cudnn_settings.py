@@ -39,5 +39,5 @@ class CudnnSettings(CudaRule):
     references = {name: "note_setting" for name in _SETTINGS}
 
     def note_setting(self, original: cst.CSTNode, updated: cst.CSTNode, qname: str):
-        self.ctx.report(original, SETTING_NOTE)
+        self.ctx.report(self.meta, original, SETTING_NOTE)
         return updated

@@ -184,7 +184,7 @@ class DeviceString(CudaRule):
         # ``device.type in ("cuda", "mps")`` tests for "cuda" too
         members = [e.value for o in operands if isinstance(o, (cst.Tuple, cst.List, cst.Set)) for e in o.elements]
         if any(cuda_string(o) for o in (*operands, *members)):
-            self.ctx.manual(original, _COMPARISON)
+            self.ctx.manual(self.meta, original, _COMPARISON)
         return updated
 
     # ----- the rewrites --------------------------------------------------------------------------

@@ -151,7 +151,7 @@ class GradScaler(CudaRule):
         if legacy_owned(self.ctx, "NM152"):
             return updated
         if id(original) not in self.ctx.fact(SCALERS).creations:
-            self.ctx.manual(original, SCALER_STEP)
+            self.ctx.manual(self.meta, original, SCALER_STEP)
         return updated
 
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):

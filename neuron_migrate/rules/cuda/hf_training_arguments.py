@@ -120,7 +120,7 @@ class HfTrainingArguments(CudaRule):
         for name, step in SHARDING_STEP.items():
             arg = keyword(original, name)
             if arg is not None and not is_false(arg.value) and string_value(arg.value) != "":
-                self.ctx.manual(original, step)
+                self.ctx.manual(self.meta, original, step)
         if not reviews and not notes:
             return updated
         call = with_args(updated, args)
@@ -135,7 +135,7 @@ class HfTrainingArguments(CudaRule):
         if arg is None or is_false(arg.value):
             return args
         if not is_true(arg.value):
-            self.ctx.manual(original, FP16_STEP)
+            self.ctx.manual(self.meta, original, FP16_STEP)
             return args
         if BF16_REVIEW not in reviews:
             reviews.append(BF16_REVIEW)

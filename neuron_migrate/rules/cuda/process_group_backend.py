@@ -82,7 +82,7 @@ class ProcessGroupBackend(CudaRule):
             key = element.key if isinstance(element, cst.DictElement) else None
             if isinstance(key, cst.SimpleString) and key.evaluated_value == "cuda" and _is_nccl(element.value):
                 # the finding points at the entry, which may lie lines below the marker above the statement
-                self.ctx.manual(element, _BACKEND_TABLE)
+                self.ctx.manual(self.meta, element, _BACKEND_TABLE)
         return updated
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):

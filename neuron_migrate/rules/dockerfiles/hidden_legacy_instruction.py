@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from neuron_migrate.rules.base import MANUAL, Example, Rule, RuleMeta, register
 from neuron_migrate.rules.dockerfiles.common import DOCS_DOCKERFILE, _HIDDEN_STEP, _todo
-from neuron_migrate.rules.launch_scripts.common import legacy_names
+from neuron_migrate.rules.launch_scripts.cli_steps import legacy_names
 
 if TYPE_CHECKING:
     from neuron_migrate.migrate.dockerfile import Dockerfile, Instruction

@@ -394,7 +394,7 @@ class _EnvVarRule(Rule):
             pending.append(f"deleted {decision.message}")
             return False
         if decision.kind == BY_HAND:
-            self.ctx.manual(anchor, decision.message)
+            self.ctx.manual(self.meta, anchor, decision.message)
         else:
             self.reviews.append(decision.message)
         return True
@@ -471,7 +471,7 @@ class _EnvVarRule(Rule):
             if decision is None:
                 continue
             if decision.kind == BY_HAND:
-                self.ctx.manual(before, decision.message)
+                self.ctx.manual(self.meta, before, decision.message)
             elif decision.kind == KEEP:
                 elements[position] = element.with_changes(value=decision.value)
                 reviews.append(decision.message)
@@ -558,7 +558,7 @@ class _EnvVarRule(Rule):
             message = decision.message
             if decision.kind == DELETE:
                 message += "; this call's value is used, so remove the setting by hand"
-            self.ctx.manual(original, message)
+            self.ctx.manual(self.meta, original, message)
             return updated
         if decision.kind == RENAME:
             renamed = updated.deep_replace(args[0].value, _renamed(args[0].value, name, decision.rename_to))

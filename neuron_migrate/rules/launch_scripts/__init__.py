@@ -17,8 +17,9 @@ finding; they never touch the text themselves.
 
 from __future__ import annotations
 
-from neuron_migrate.rules.launch_scripts.common import ASYNC_LOAD, COMPILE_FLAGS, launch_of
+from neuron_migrate.rules.launch_scripts.common import ASYNC_LOAD, COMPILE_FLAGS
 from neuron_migrate.rules.launch_scripts.dispatch import apply_heredocs, apply_rules
+from neuron_migrate.rules.launch_scripts.launchers import launch_of
 
 __all__ = [
     "ASYNC_LOAD",

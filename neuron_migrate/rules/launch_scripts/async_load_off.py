@@ -4,15 +4,8 @@ from __future__ import annotations
 
 from neuron_migrate.migrate.shell import Command, ShellScript
 from neuron_migrate.rules.base import SAFE, Example, RuleMeta, register
-from neuron_migrate.rules.launch_scripts.common import (
-    ASYNC_LOAD,
-    DOCS_HF,
-    _ASYNC_LOAD_WHY,
-    ShellRule,
-    _command_span,
-    is_hf_job,
-    launch_of,
-)
+from neuron_migrate.rules.launch_scripts.common import ASYNC_LOAD, DOCS_HF, _ASYNC_LOAD_WHY, ShellRule, _command_span
+from neuron_migrate.rules.launch_scripts.launchers import is_hf_job, launch_of
 
 
 @register

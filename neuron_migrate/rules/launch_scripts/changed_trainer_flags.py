@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 from neuron_migrate.migrate.shell import Command, ShellScript
-from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, marker_comment, register
+from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, register
 from neuron_migrate.rules.launch_scripts.common import (
     DOCS_TRAINING_ARGS,
+    ShellRule,
+    _anchor,
+    _command_span,
+    _indexed_array,
+)
+from neuron_migrate.rules.launch_scripts.launchers import launch_of
+from neuron_migrate.rules.launch_scripts.training_flags import (
     FLAG_EDITS,
     TENSORBOARD_DIR,
     _OVERWRITE_GONE,
     FlagEdit,
     NeuronFlag,
-    ShellRule,
-    _anchor,
-    _command_span,
-    _indexed_array,
     changed_trainer_flags,
-    launch_of,
 )
 
 
@@ -70,7 +72,7 @@ class ChangedTrainerFlags(ShellRule):
                 edit = FLAG_EDITS[flag.name](flag, launch)
                 self._apply(script, command, flag, edit, reviews)
             for anchor, texts in reviews.items():
-                self.ctx.mark(anchor, marker_comment(self.meta.id, REVIEW, "; ".join(texts)))
+                self.ctx.marker(self.meta, REVIEW, "; ".join(texts), anchor)
 
     def _apply(self, script, command: Command, flag: NeuronFlag, edit: FlagEdit, reviews) -> None:
         ctx, meta = self.ctx, self.meta
@@ -98,7 +100,7 @@ class ChangedTrainerFlags(ShellRule):
             ctx.rewrite(command.start, command.start, edit.prefix + " ")
         done = f"`{flag.written}` renamed --{edit.rename}" if edit.rename else f"`{flag.written}` removed"
         if edit.review:
-            ctx.record(meta, *span, f"{done}: {edit.message}", REVIEW, applied=True, fix=edit.message)
+            ctx.report(meta, *span, f"{done}: {edit.message}", REVIEW, applied=True, fix=edit.message)
             reviews.setdefault(anchor, []).append(f"`{flag.written}`: {edit.message}")
         else:
             ctx.safe(meta, *span, f"{done}: {edit.message}", after=edit.prefix or edit.rename)

@@ -6,14 +6,10 @@ from typing import TYPE_CHECKING
 
 from neuron_migrate.migrate.shell import ShellEdits, ShellScript, escape_for_heredoc, heredoc_view
 from neuron_migrate.rules.base import provides
-from neuron_migrate.rules.launch_scripts.common import (
-    _HEREDOC_STEP,
-    ShellRule,
-    _manual_span,
-    apply_env_table,
-    heredoc_kind,
-    legacy_names,
-)
+from neuron_migrate.rules.launch_scripts.cli_steps import legacy_names
+from neuron_migrate.rules.launch_scripts.common import ShellRule, _manual_span
+from neuron_migrate.rules.launch_scripts.environment import apply_env_table
+from neuron_migrate.rules.launch_scripts.heredocs import _HEREDOC_STEP, heredoc_kind
 from neuron_migrate.rules.launch_scripts.unparsed_shell_line import UnparsedShellLine
 from neuron_migrate.rules.pip_commands import apply_pip_installs
 

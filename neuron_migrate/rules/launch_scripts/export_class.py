@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from neuron_migrate.rules.launch_scripts.common import read_source
+from neuron_migrate.rules.launch_scripts.launchers import read_source
 from neuron_migrate.rules.optimum_diffusers.common import PIPELINES
 from neuron_migrate.rules.optimum_inference.common import TASK_MODELS
 

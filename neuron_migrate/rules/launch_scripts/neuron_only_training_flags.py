@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from neuron_migrate.migrate.shell import Command, ShellScript
-from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, marker_comment, register
+from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, register
 from neuron_migrate.rules.hf_fields import NEURON_ONLY_FIELDS, PARALLEL_FIELDS
 from neuron_migrate.rules.launch_scripts.common import (
     COMPILE_FLAGS,
@@ -14,16 +14,17 @@ from neuron_migrate.rules.launch_scripts.common import (
     TRN1_NODE_CORES,
     _COMPILE_REVIEW,
     _TRN2_CORES,
-    NeuronFlag,
     ShellRule,
     _anchor,
     _command_span,
     _indexed_array,
-    _trn1_node_count,
-    flag_name,
+)
+from neuron_migrate.rules.launch_scripts.launchers import flag_name, launch_of
+from neuron_migrate.rules.launch_scripts.training_flags import (
+    NeuronFlag,
     flag_reason,
-    launch_of,
     neuron_flags,
+    _trn1_node_count,
     zero_1_reason,
     zero_1_text,
 )
@@ -88,7 +89,7 @@ class NeuronOnlyTrainingFlags(ShellRule):
                 for texts in reviews.values():
                     texts.append(_TRN2_CORES.format(count=cores))
             for anchor, texts in reviews.items():
-                ctx.mark(anchor, marker_comment(meta.id, REVIEW, "; ".join(texts)))
+                ctx.marker(meta, REVIEW, "; ".join(texts), anchor)
 
     def _remove(self, script: ShellScript, command: Command, launch, flag: NeuronFlag, reviews) -> None:
         ctx, meta = self.ctx, self.meta
@@ -110,7 +111,7 @@ class NeuronOnlyTrainingFlags(ShellRule):
             ctx.remove(flag.value.key, flag.value.index)
         message = f"`{flag.written}` removed: {reason}"
         if review:
-            ctx.record(meta, *span, message, REVIEW, applied=True, fix=f"`{flag.written}`: {reason}")
+            ctx.report(meta, *span, message, REVIEW, applied=True, fix=f"`{flag.written}`: {reason}")
             reviews.setdefault(anchor, []).append(f"`{flag.written}`: {reason}")
         else:
             ctx.safe(meta, *span, message)

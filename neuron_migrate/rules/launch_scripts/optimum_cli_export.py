@@ -6,15 +6,8 @@ import os
 
 from neuron_migrate.migrate.shell import ShellScript
 from neuron_migrate.rules.base import MANUAL, Example, RuleMeta, register
-from neuron_migrate.rules.launch_scripts.common import (
-    DOCS_CLI,
-    DOCS_ENV,
-    DOCS_NO_XLA_INFERENCE,
-    ShellRule,
-    _cli_words,
-    _manual,
-    _option,
-)
+from neuron_migrate.rules.launch_scripts.cli_steps import _cli_words, _option
+from neuron_migrate.rules.launch_scripts.common import DOCS_CLI, DOCS_ENV, DOCS_NO_XLA_INFERENCE, ShellRule, _manual
 from neuron_migrate.rules.launch_scripts.export_class import (
     CHOICES,
     DIFFUSERS,

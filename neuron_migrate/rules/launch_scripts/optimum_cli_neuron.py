@@ -6,16 +6,8 @@ import os
 
 from neuron_migrate.migrate.shell import ShellScript
 from neuron_migrate.rules.base import MANUAL, Example, RuleMeta, register
-from neuron_migrate.rules.launch_scripts.common import (
-    DOCS_CLI,
-    DOCS_DCP,
-    DOCS_ENV,
-    NEURON_SUBCOMMANDS,
-    ShellRule,
-    _cli_words,
-    _manual,
-    _option,
-)
+from neuron_migrate.rules.launch_scripts.cli_steps import NEURON_SUBCOMMANDS, _cli_words, _option
+from neuron_migrate.rules.launch_scripts.common import DOCS_CLI, DOCS_DCP, DOCS_ENV, ShellRule, _manual
 
 
 @register

@@ -12,11 +12,10 @@ from neuron_migrate.rules.launch_scripts.common import (
     ShellRule,
     _anchor,
     _command_span,
-    flag_name,
-    launch_of,
-    neuron_flags,
 )
+from neuron_migrate.rules.launch_scripts.launchers import flag_name, launch_of
 from neuron_migrate.rules.launch_scripts.neuron_only_training_flags import NeuronOnlyTrainingFlags
+from neuron_migrate.rules.launch_scripts.training_flags import neuron_flags
 
 
 @register

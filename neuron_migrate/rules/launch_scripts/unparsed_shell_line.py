@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from neuron_migrate.migrate.shell import ShellScript
 from neuron_migrate.rules.base import MANUAL, Example, RuleMeta, register
-from neuron_migrate.rules.launch_scripts.common import DOCS_ENV, _UNPARSED_STEP, ShellRule, _manual_span, legacy_names
+from neuron_migrate.rules.launch_scripts.cli_steps import _UNPARSED_STEP, legacy_names
+from neuron_migrate.rules.launch_scripts.common import DOCS_ENV, ShellRule, _manual_span
 
 
 @register

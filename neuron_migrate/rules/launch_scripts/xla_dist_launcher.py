@@ -4,14 +4,9 @@ from __future__ import annotations
 
 from neuron_migrate.migrate.shell import ShellScript
 from neuron_migrate.rules.base import MANUAL, Example, RuleMeta, register
-from neuron_migrate.rules.launch_scripts.common import (
-    DOCS_DISTRIBUTED,
-    DOCS_TORCHRUN,
-    _XLA_DIST_STEP,
-    ShellRule,
-    _manual,
-    launch_of,
-)
+from neuron_migrate.rules.launch_scripts.cli_steps import _XLA_DIST_STEP
+from neuron_migrate.rules.launch_scripts.common import DOCS_DISTRIBUTED, DOCS_TORCHRUN, ShellRule, _manual
+from neuron_migrate.rules.launch_scripts.launchers import launch_of
 
 
 @register

@@ -89,7 +89,7 @@ class NxdRule(LegacyUseRule):
         if rule is not type(self):
             return updated
         if isinstance(answer, Row):
-            return answer.action.apply(self.ctx, original, updated)
+            return answer.action.apply(self, original, updated)
         return getattr(self, answer)(original, updated, use, api)
 
     @classmethod

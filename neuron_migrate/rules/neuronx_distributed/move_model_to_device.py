@@ -46,7 +46,7 @@ class MoveModelToDevice(NxdRule):
 
     def move(self, original, updated, use: LegacyUse, api: str):
         if move_arguments(original) is None:
-            self.ctx.manual(original, 'move the model with `model.to("neuron")`')
+            self.ctx.manual(self.meta, original, 'move the model with `model.to("neuron")`')
             return updated
         bound = move_arguments(updated)
         device = code_of(bound["device"].value) if "device" in bound else '"neuron"'

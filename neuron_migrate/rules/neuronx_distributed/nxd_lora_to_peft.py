@@ -55,7 +55,7 @@ class NxdLoraToPeft(NxdRule):
 
     def lora_config(self, original, updated, use: LegacyUse, api: str):
         if not peft_only(original):
-            self.ctx.manual(original, self._manual_message(original))
+            self.ctx.manual(self.meta, original, self._manual_message(original))
             return updated
         name = self.ctx.require_from_import("peft", "LoraConfig")
         given = {arg.keyword.value for arg in original.args}

@@ -80,5 +80,5 @@ class NxdMigrationPlan(Rule):
         message = (
             f"neuronx_distributed is end-of-support; port this file's {', '.join(apis)} in order: {PLAN_SHORT}"
         )
-        self.ctx.manual(original, message, fix="; ".join(PLAN_STEPS))
+        self.ctx.manual(self.meta, original, message, fix="; ".join(PLAN_STEPS))
         return updated

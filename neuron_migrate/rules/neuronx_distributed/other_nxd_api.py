@@ -53,6 +53,7 @@ class OtherNxdApi(NxdRule):
     def generic(self, original, updated, use: LegacyUse, api: str):
         module, _, name = use.qname.rpartition(".")
         self.ctx.manual(
+            self.meta,
             original,
             f"`{name}` from {module or NXD} has no drop-in replacement: rebuild it with stock PyTorch "
             "(DeviceMesh, DTensor, FSDP2) following the NM420 plan",

@@ -64,6 +64,7 @@ class ParallelCrossEntropyToLossParallel(NxdRule):
                 extra = f", label_smoothing={code_of(bound['label_smoothing'].value)}"
         loss = f'F.cross_entropy({logits}.flatten(0, -2), {labels}.flatten(), reduction="none"{extra})'
         self.ctx.manual(
+            self.meta,
             original,
             f"use `with loss_parallel(): loss = {loss}` on DTensor logits "
             "(output layer: `ColwiseParallel(use_local_output=False)`)",

@@ -68,7 +68,7 @@ class ParallelLayersToTensorParallel(NxdRule):
         bound = bind_args(original, params, other_keywords=True) if isinstance(original, cst.Call) else None
         if bound is None or params[0] not in bound or params[1] not in bound:
             self.ctx.manual(
-                original, f"replace {api} with `{stock}` sharded by `{style}()` in a parallelize_module plan"
+                self.meta, original, f"replace {api} with `{stock}` sharded by `{style}()` in a parallelize_module plan"
             )
             return updated
         args = [code_of(bound[params[0]].value), code_of(bound[params[1]].value)]
@@ -80,7 +80,7 @@ class ParallelLayersToTensorParallel(NxdRule):
         name = submodule_name(self, original)
         key = f"<path>.{name}" if name else "<fqn>"
         plan = f'parallelize_module(model, mesh["tp"], {{"{key}": {self._style(api, style, bound, keywords)}}})'
-        self.ctx.manual(original, f"use `{layer}`; shard it with `{plan}`")
+        self.ctx.manual(self.meta, original, f"use `{layer}`; shard it with `{plan}`")
         return updated
 
     @staticmethod

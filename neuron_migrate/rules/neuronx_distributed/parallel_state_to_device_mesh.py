@@ -68,5 +68,5 @@ class ParallelStateToDeviceMesh(NxdRule):
         message += " (torch.distributed.device_mesh)"
         if arg_value(bound, "pipeline_model_parallel_size", default=1) != 1:
             message += "; pipeline stages: torch.distributed.pipelining"
-        self.ctx.manual(original, message)
+        self.ctx.manual(self.meta, original, message)
         return updated

@@ -72,20 +72,21 @@ class TrainerToMeshAndFsdp(NxdRule):
         if arg_value(bound, "pipeline_parallel_size", default=1) == 1:
             passed.discard("pipeline_parallel_size")
         parts += list(dict.fromkeys(text for name, text in CONFIG_PARTS.items() if name in passed))
-        self.ctx.manual(original, "; ".join(parts))
+        self.ctx.manual(self.meta, original, "; ".join(parts))
         return updated
 
     def parallel_model(self, original, updated, use: LegacyUse, api: str):
         call = original if isinstance(original, cst.Call) else None
         plain = call is not None and len(call.args) >= 2 and all(a.keyword is None and not a.star for a in call.args)
         if not plain:
-            self.ctx.manual(original, PARALLEL_MODEL)
+            self.ctx.manual(self.meta, original, PARALLEL_MODEL)
             return updated
         model_args = ", ".join(code_of(arg.value) for arg in call.args[2:])
         built = f"model = {receiver(call.args[1].value)}({model_args})"
         if "\n" in built or len(built) > 80:
             built = f"model = {receiver(call.args[1].value)}(...)"
         self.ctx.manual(
+            self.meta,
             original,
             PARALLEL_MODEL.replace("build the model yourself", f"build the model yourself (`{built}`)", 1),
         )

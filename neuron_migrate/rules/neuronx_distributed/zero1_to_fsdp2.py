@@ -57,7 +57,7 @@ class Zero1ToFsdp2(NxdRule):
         params, parameters = OPTIMIZER_PARAMS[api]
         bound = bind_args(original, params, other_keywords=True) if isinstance(original, cst.Call) else None
         if not bound or parameters not in bound or "optimizer_class" not in bound:
-            self.ctx.manual(original, ZERO1)
+            self.ctx.manual(self.meta, original, ZERO1)
             return updated
         options = [
             f"{arg.keyword.value}={code_of(arg.value)}"
@@ -67,6 +67,7 @@ class Zero1ToFsdp2(NxdRule):
         arguments = ", ".join([code_of(bound[parameters].value), *options])
         created = f"{receiver(bound['optimizer_class'].value)}({arguments})"
         self.ctx.manual(
+            self.meta,
             original,
             f'after `fully_shard(model, mesh=mesh["dp"])` create the optimizer directly: `{created}` '
             "(FSDP2 shards its state)",

@@ -36,7 +36,7 @@ class DeviceCount(Rule):
 
     def count(self, original: cst.Call, updated: cst.Call, qname: str):
         if updated.args:
-            self.ctx.manual(original, "use `torch.neuron.device_count()`")
+            self.ctx.manual(self.meta, original, "use `torch.neuron.device_count()`")
             return updated
         return self.ctx.expr(f"{self.ctx.require_import('torch')}.neuron.device_count()")
 

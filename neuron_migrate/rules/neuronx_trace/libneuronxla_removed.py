@@ -43,5 +43,5 @@ class LibneuronxlaRemoved(LegacyUseRule):
 
     def handle_use(self, original, updated, use: LegacyUse):
         row = row_for(self.row_table, use.qname)
-        self.ctx.manual(original, row.action.step if row else LIBNEURONXLA_OTHER)
+        self.ctx.manual(self.meta, original, row.action.step if row else LIBNEURONXLA_OTHER)
         return updated

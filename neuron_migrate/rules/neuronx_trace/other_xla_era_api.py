@@ -66,7 +66,7 @@ class OtherXlaEraApi(LegacyUseRule):
         table = "calls" if isinstance(original, cst.Call) else "references"
         if any(use.qname in getattr(rule, table) for rule in TABLE_RULES):
             return updated
-        self.ctx.manual(original, f"`{use.qname}` is XLA-era torch-neuronx; {self._advice(use.qname)}")
+        self.ctx.manual(self.meta, original, f"`{use.qname}` is XLA-era torch-neuronx; {self._advice(use.qname)}")
         return updated
 
     @classmethod

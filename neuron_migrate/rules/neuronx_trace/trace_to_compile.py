@@ -68,7 +68,7 @@ class TraceToCompile(Rule):
         bound = bind_args(updated, TRACE_PARAMS)
         positional = sum(1 for arg in updated.args if arg.keyword is None)
         if bound is None or "func" not in bound or positional > 2:
-            self.ctx.manual(original, f"compile the model instead: `{COMPILE_LATER}`")
+            self.ctx.manual(self.meta, original, f"compile the model instead: `{COMPILE_LATER}`")
             return updated
         torch = self.ctx.require_import("torch")
         target = self._compiled_target(bound["func"].value)
@@ -80,7 +80,7 @@ class TraceToCompile(Rule):
         return Edit(compiled, message=note, review=review)
 
     def manual_reference(self, original: cst.CSTNode, updated: cst.CSTNode, qname: str):
-        self.ctx.manual(original, f"call torch.compile where this is used: `{COMPILE_LATER}`")
+        self.ctx.manual(self.meta, original, f"call torch.compile where this is used: `{COMPILE_LATER}`")
         return updated
 
     def _compiled_target(self, func: cst.BaseExpression) -> str:

@@ -105,7 +105,7 @@ class TracedArtifacts(Rule):
         if module is None and torchscript and not self._scripted(saved):
             module = "" if any(imports_neuron_package(self.ctx, p) for p in NEURON_PACKAGES) else None
         if module is not None:
-            self.ctx.manual(original, save_step(module))
+            self.ctx.manual(self.meta, original, save_step(module))
         return updated
 
     def _scripted(self, saved: cst.BaseExpression) -> bool:
@@ -128,7 +128,7 @@ class TracedArtifacts(Rule):
     def _load(self, original: cst.Call, updated: cst.Call, path: cst.BaseExpression | None, torchscript: bool):
         evidence = loads_traced_model(self.ctx, path, torchscript) if path is not None else None
         if evidence is not None:
-            self.ctx.manual(original, load_step(evidence))
+            self.ctx.manual(self.meta, original, load_step(evidence))
         return updated
 
 

@@ -50,5 +50,5 @@ class XlaEraDistributed(LegacyUseRule):
         native_or_known = (*NATIVE_DISTRIBUTED, *rule_families.LEGACY_MODULES)
         if any(use.qname == p or use.qname.startswith(p + ".") for p in native_or_known):
             return updated
-        self.ctx.manual(original, f"`{use.qname}` is {XLA_DISTRIBUTED}")
+        self.ctx.manual(self.meta, original, f"`{use.qname}` is {XLA_DISTRIBUTED}")
         return updated

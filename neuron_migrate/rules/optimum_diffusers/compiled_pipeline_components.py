@@ -55,13 +55,16 @@ class CompiledPipelineComponents(NeuronLoaderRule):
         role, module, stock = COMPONENTS[name]
         if module is None:
             self.ctx.manual(
+                self.meta,
                 original,
                 f"{name} was the compiled {role}; a stock pipeline has one `pipe.vae` (AutoencoderKL) that encodes "
                 "and decodes: check that instead",
             )
             return updated
         if self.context_of(original) not in (ISINSTANCE, ANNOTATION):
-            self.ctx.manual(original, f"{name} was the compiled {role}: use the stock pipeline's {role} ({stock})")
+            self.ctx.manual(
+                self.meta, original, f"{name} was the compiled {role}: use the stock pipeline's {role} ({stock})"
+            )
             return updated
         review = f"{name} was the compiled {role}; a stock pipeline's {role} is a {stock}"
         stock_name = self.ctx.expr(self.ctx.require_from_import(module, stock))

@@ -257,15 +257,16 @@ class DiffusionPipelineToDiffusers(NeuronLoaderRule):
         if reading is not None and set(reading.keywords) & ADAPTER_KEYWORDS:
             steps = adapter_steps(reading.keywords, target)
             message = f"load adapters with diffusers' own API: {'; '.join(steps)}"
-            self.ctx.manual(original, message, fix="\n".join(steps))
+            self.ctx.manual(self.meta, original, message, fix="\n".join(steps))
         else:
             load_code = f'{target}.from_pretrained(model_id, {dtype_keyword()}=torch.bfloat16).to("neuron")'
-            self.ctx.manual(original, f"load with `{load_code}`")
+            self.ctx.manual(self.meta, original, f"load with `{load_code}`")
         return updated
 
     def constructor(self, original: cst.Call, updated: cst.Call, qname: str):
         _, target = self.target_of(qname)
         self.ctx.manual(
+            self.meta,
             original,
             f'the constructor took compiled models; load with `{target}.from_pretrained(model_id).to("neuron")`',
         )

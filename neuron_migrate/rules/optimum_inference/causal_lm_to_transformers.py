@@ -195,7 +195,7 @@ class CausalLMToTransformers(TransformersModelRule):
         if linked and (config.line is None or id(config.line) in index.deleted_lines):
             self.ctx.answered_by_enclosing_call()  # the export it feeds (or its deleted line) answers for it
             return updated
-        self.ctx.manual(original, CONFIG_STEP.format(model_id=_model_id(original)))
+        self.ctx.manual(self.meta, original, CONFIG_STEP.format(model_id=_model_id(original)))
         return updated
 
     def unread_export(self, original: cst.Call, updated: cst.Call):
@@ -206,7 +206,9 @@ class CausalLMToTransformers(TransformersModelRule):
             f"nothing is exported ahead of time now: load with `{load}`; launch with torchrun --nproc-per-node <that "
             f"size>; generate with {STATIC_CACHE}, batch and sequence length as the neuron config had them"
         )
-        self.ctx.manual(original, step, fix=f'model = {load}\nmodel.generation_config.cache_implementation = "static"')
+        self.ctx.manual(
+            self.meta, original, step, fix=f'model = {load}\nmodel.generation_config.cache_implementation = "static"'
+        )
         return updated
 
     def static_cache_plan(self, load: Load) -> str:

@@ -830,7 +830,9 @@ class NeuronLoaderRule(Rule):
         loaded with Neuron arguments) is left to a human, told to ``load`` instead."""
         context = self.context_of(original)
         if context == OTHER:
-            self.ctx.manual(original, f"use `{target}` and load with `{load}`, without the Neuron export arguments")
+            self.ctx.manual(
+                self.meta, original, f"use `{target}` and load with `{load}`, without the Neuron export arguments"
+            )
             return updated
         stock = self.ctx.expr(self.ctx.require_from_import(module, target))
         if context == BASE:
@@ -860,6 +862,7 @@ class TransformersModelRule(NeuronLoaderRule):
         load = self.load_of(original)
         if not load.migrates:
             self.ctx.manual(
+                self.meta,
                 original,
                 f'load with `{target}.from_pretrained(checkpoint, device_map="neuron")`, without the Neuron export '
                 "arguments",
@@ -924,6 +927,7 @@ class TransformersModelRule(NeuronLoaderRule):
     def constructor(self, original: cst.Call, updated: cst.Call, qname: str):
         _, target = self.target_of(qname)
         self.ctx.manual(
+            self.meta,
             original,
             f'the constructor took a compiled TorchScript module; load with `{target}.from_pretrained(checkpoint, '
             'device_map="neuron")`',
@@ -939,9 +943,11 @@ class TransformersModelRule(NeuronLoaderRule):
         context = self.context_of(original)
         if context in (BASE, OTHER):
             if context == BASE:
-                self.ctx.manual(original, f"{target} is a factory; subclass the concrete model class")
+                self.ctx.manual(self.meta, original, f"{target} is a factory; subclass the concrete model class")
             else:
-                self.ctx.manual(original, f"use `{target}` and load with `{load}`, without the Neuron export arguments")
+                self.ctx.manual(
+                self.meta, original, f"use `{target}` and load with `{load}`, without the Neuron export arguments"
+            )
             return updated
         base = self.transformers_name("PreTrainedModel")
         message = f"{legacy} -> PreTrainedModel ({target} loads it)"

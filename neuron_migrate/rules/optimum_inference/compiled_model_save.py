@@ -58,6 +58,7 @@ class CompiledModelSave(NeuronLoaderRule):
         load = self.index().methods.get(id(original))
         if load is not None and load.migrates:
             self.ctx.manual(
+                self.meta,
                 original,
                 "this saved the Neuron-compiled model; nothing is compiled ahead of time now: drop it, or keep it to "
                 "save a plain checkpoint",

@@ -69,6 +69,7 @@ class CompiledModelSettings(NeuronLoaderRule):
         value = self._compiled_value(load, field_name)
         if value is None:
             self.ctx.manual(
+                self.meta,
                 original,
                 f"`{code_of(original)}` is gone: a stock model has no compiled settings; use the batch size and "
                 "sequence length your inputs are padded to",

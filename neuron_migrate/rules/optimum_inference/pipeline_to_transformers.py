@@ -76,6 +76,7 @@ class PipelineToTransformers(NeuronLoaderRule):
         load = self.load_of(original)
         if not load.migrates:
             self.ctx.manual(
+                self.meta,
                 original,
                 'use `transformers.pipeline(task, model=checkpoint, device="neuron")`; for tensor parallelism '
                 'pass `model_kwargs={"distributed_config": DistributedConfig(tp_size=N)}` and launch with torchrun',

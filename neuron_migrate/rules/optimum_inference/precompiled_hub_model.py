@@ -194,5 +194,5 @@ class PrecompiledHubModel(Rule):
     def leave_Call(self, original: cst.Call, updated: cst.Call):
         if not self.sites or id(original) not in self.sites:
             return updated
-        self.ctx.manual(original, next_step(self.sites[id(original)]))
+        self.ctx.manual(self.meta, original, next_step(self.sites[id(original)]))
         return updated

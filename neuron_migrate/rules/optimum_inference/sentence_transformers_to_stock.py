@@ -68,7 +68,7 @@ class SentenceTransformersToStock(NeuronLoaderRule):
     def load(self, original: cst.Call, updated: cst.Call, qname: str):
         load = self.load_of(original)
         if not load.migrates:
-            self.ctx.manual(original, 'load with `SentenceTransformer(model_id, device="neuron")`')
+            self.ctx.manual(self.meta, original, 'load with `SentenceTransformer(model_id, device="neuron")`')
             return updated
         reading = load.reading
         settings = ExportSettings.read(reading)
@@ -122,7 +122,7 @@ class SentenceTransformersToStock(NeuronLoaderRule):
         )
 
     def constructor(self, original: cst.Call, updated: cst.Call, qname: str):
-        self.ctx.manual(original, 'load with `SentenceTransformer(model_id, device="neuron")`')
+        self.ctx.manual(self.meta, original, 'load with `SentenceTransformer(model_id, device="neuron")`')
         return updated
 
     def reference(self, original: cst.CSTNode, updated: cst.CSTNode, qname: str):

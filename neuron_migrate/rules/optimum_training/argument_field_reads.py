@@ -83,7 +83,7 @@ class ArgumentFieldReads(Rule):
             return updated
         if read.todo:
             if id(original) not in facts.lazy_args:  # NM214 says it where the read goes
-                self.ctx.manual(original, read.todo)
+                self.ctx.manual(self.meta, original, read.todo)
             return updated
         return Edit(cst.parse_expression(read.code), message=read.note, safe=True)
 

@@ -690,7 +690,7 @@ class RenameRule(Rule):
     def report_edits(self, headline: str, edits: ArgumentEdits, node: cst.CSTNode, replacement) -> Edit:
         """TODOs for what is left to do, and the edit: its note for the report, one review marker for the rest."""
         for message in edits.manuals:
-            self.ctx.manual(node, message)
+            self.ctx.manual(self.meta, node, message)
         message = "; ".join([headline, *edits.notes])
         if edits.reviews:
             return Edit(replacement, message=message, review="; ".join(edits.reviews))
@@ -711,6 +711,7 @@ class RenameRule(Rule):
                 package = hf.OWNER_PACKAGE.get(owner, "transformers")
                 verb = "has" if present else "has no"
                 self.ctx.report(
+                    self.meta,
                     node,
                     f"the version table disagrees with the installed {hf.version_text(package)}, whose {owner} "
                     f"{verb} `{name}`; following the installed release",
@@ -726,7 +727,9 @@ class TrainerRule(RenameRule):
         legacy = qname.rsplit(".", 1)[1]
         call = positional_to_keywords(updated, target)
         if call is None:
-            self.ctx.manual(original, f"pass the arguments after the {target.keep}th by keyword, then run again")
+            self.ctx.manual(
+                self.meta, original, f"pass the arguments after the {target.keep}th by keyword, then run again"
+            )
             return updated
         edits = ArgumentEdits()
         self.processing_class(original, call, edits)
@@ -769,7 +772,7 @@ class ArgumentsRule(RenameRule):
         legacy = qname.rsplit(".", 1)[1]
         call = positional_to_keywords(updated, target)
         if call is None:
-            self.ctx.manual(original, "pass every argument after output_dir by keyword, then run again")
+            self.ctx.manual(self.meta, original, "pass every argument after output_dir by keyword, then run again")
             return updated
         facts = script_facts(self.ctx)
         entries = {arg.keyword.value: arg.value for arg in call.args if arg.keyword}
@@ -788,6 +791,7 @@ class ArgumentsRule(RenameRule):
                 refused = self.refused_keys(original, spread.entries, target)
                 if refused and not spread.editable:
                     self.ctx.manual(
+                        self.meta,
                         original,
                         f"remove {', '.join(refused)} from `{code_of(arg.value)}`: {target.name} does not take them",
                     )
@@ -972,6 +976,7 @@ class ArgumentsRule(RenameRule):
             if isinstance(directory, str):
                 os_name = self.ctx.require_import("os")
                 self.ctx.add_setup(
+                    self.meta,
                     value,
                     f'{os_name}.environ.setdefault("TENSORBOARD_LOGGING_DIR", {code_of(value)})',
                     "TrainingArguments has no logging_dir since transformers 5.2; TensorBoard reads this instead",

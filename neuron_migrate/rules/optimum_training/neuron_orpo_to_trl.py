@@ -79,7 +79,7 @@ class NeuronOrpoToTrl(ArgumentsRule, TrainerRule):
             reported.add(("trl", "experimental.orpo"))
             where = "has" if real else "has no"
             self.ctx.report(
-                self.current,
+                self.meta, self.current,
                 f"the version table disagrees with the installed {hf.version_text('trl')}, which {where} "
                 "trl.experimental.orpo; following the installed release",
             )

@@ -68,7 +68,9 @@ class TestDecorators(Rule):
     def decorator(self, original, updated, qname: str):
         name = TESTING_UTILS[qname]
         if id(original) not in self.decorators:
-            self.ctx.manual(original, f"{name} is an optimum-neuron test helper: decorate with {SKIP_DECORATOR} instead")
+            self.ctx.manual(
+                self.meta, original, f"{name} is an optimum-neuron test helper: decorate with {SKIP_DECORATOR} instead"
+            )
             return updated
         torch = self.ctx.require_import("torch")
         unittest = self.ctx.require_import("unittest")
@@ -76,7 +78,7 @@ class TestDecorators(Rule):
             f"{SKIP_DECORATOR} = {unittest}.skipUnless(\n"
             f'    hasattr({torch}, "neuron") and {torch}.neuron.is_available(), "test requires a Neuron device"\n)'
         )
-        self.ctx.add_setup(original, skip, SKIP_WHY, unless=f"{SKIP_DECORATOR} =")
+        self.ctx.add_setup(self.meta, original, skip, SKIP_WHY, unless=f"{SKIP_DECORATOR} =")
         mark = TEST_DECORATORS[name]
         message = f"@{name} -> @{SKIP_DECORATOR}" + (f" and @pytest.mark.{mark}" if mark else "")
         if mark is None:

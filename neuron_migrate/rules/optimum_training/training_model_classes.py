@@ -57,6 +57,7 @@ class TrainingModelClasses(Rule):
     def from_config(self, original, updated, qname: str):
         owner = qname.rsplit(".", 1)[0]
         self.ctx.manual(
+            self.meta,
             original,
             f"use transformers.{MODEL_CLASSES[owner]}.from_config(config) without trn_config (and "
             "DistributedConfig at from_pretrained for tensor parallelism)",

@@ -80,6 +80,7 @@ class TrainingModelFromPretrained(Rule):
         reviews = [attention] if attention else []
         if trn is None:
             self.ctx.manual(
+                self.meta,
                 original,
                 "trn_config's parallel sizes are not known here: add distributed_config=DistributedConfig(tp_size=N) "
                 '(transformers.distributed) for tensor parallelism, else device_map="neuron"',

@@ -57,12 +57,14 @@ class TrainingStartupSettings(Rule):
         torch = self.ctx.require_import("torch")
         os_name = self.ctx.require_import("os")
         self.ctx.add_setup(
+            self.meta,
             original,
             f"{torch}._dynamo.config.automatic_dynamic_shapes = False",
             DYNAMIC_SHAPES_WHY,
             unless="automatic_dynamic_shapes",
         )
         self.ctx.add_setup(
+            self.meta,
             original,
             f'{os_name}.environ.setdefault("HF_DEACTIVATE_ASYNC_LOAD", "1")',
             ASYNC_LOAD_WHY,

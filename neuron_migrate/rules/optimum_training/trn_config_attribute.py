@@ -65,5 +65,5 @@ class TrnConfigAttribute(Rule):
             step = f"build DistributedConfig({sizes}) ({facts.fields.own_class} takes the sizes over)"
         else:
             step = "build DistributedConfig(tp_size=N) from your own settings"
-        self.ctx.manual(original, f"`{code_of(original)}` is gone: {step} and pass it to from_pretrained")
+        self.ctx.manual(self.meta, original, f"`{code_of(original)}` is gone: {step} and pass it to from_pretrained")
         return updated

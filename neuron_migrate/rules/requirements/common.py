@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from packaging.specifiers import InvalidSpecifier, Specifier
+from packaging.version import InvalidVersion, Version
+
 from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, provides
 
 NEURON_DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest"
@@ -308,10 +311,8 @@ def poetry_requirement(name: str, constraint: str, extras: tuple[str, ...] = ())
         clauses: list[Clause] = []
         for op, version in re.findall(r"(\^|~=|~|===|==|!=|<=|>=|<|>|=)?\s*(\d[^\s,|]*)", part):
             release = _release(version.removesuffix(".*"))
-            if op == "^" and release:
-                clauses += [(">=", version), ("<", _dotted(_caret_ceiling(release)))]
-            elif op == "~" and release:
-                clauses += [(">=", version), ("<", _dotted(_tilde_ceiling(release)))]
+            if op in _POETRY_CEILINGS and release:
+                clauses += [(">=", version), ("<", _POETRY_CEILINGS[op](release.release))]
             else:
                 clauses.append(("==" if op in ("", "=") else op, version))
         alternatives.append(tuple(clauses))
@@ -357,53 +358,54 @@ def conda_requirement(text: str, start: int = 0) -> Requirement | None:
 
 
 # ----- versions -------------------------------------------------------------------------------
+# PEP 440 is packaging's: a pin is compared by its release numbers (2.1.2+cpu and 5.0.0rc1 are
+# releases 2.1.2 and 5.0.0: a pin on the floor's own release candidate keeps the floor). Poetry's and
+# conda's carets and tildes are not PEP 440: they are translated to the range they stand for first.
+
+# The operators that bound a version from above; the others let every newer release through.
+_UPPER_BOUNDS = frozenset({"<", "<=", "==", "===", "~="})
 
 
-def _release(version: str) -> tuple[int, ...] | None:
-    match = re.match(r"v?(?:\d+!)?(\d+(?:\.\d+)*)", version.strip())
-    return tuple(int(p) for p in match.group(1).split(".")) if match else None
+def _release(version: str) -> Version | None:
+    """The release numbers of ``version`` as a version (no epoch, pre-, post- or local part), or None."""
+    try:
+        return Version(".".join(map(str, Version(version.strip()).release)))
+    except InvalidVersion:
+        return None
 
 
-def _dotted(release: tuple[int, ...]) -> str:
-    return ".".join(map(str, release))
+def _bump(release: tuple[int, ...]) -> str:
+    return ".".join(map(str, (*release[:-1], release[-1] + 1)))
 
 
-def _before(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
-    width = max(len(a), len(b))
-    return a + (0,) * (width - len(a)) < b + (0,) * (width - len(b))
-
-
-def _bump(release: tuple[int, ...]) -> tuple[int, ...]:
-    return release[:-1] + (release[-1] + 1,)
-
-
-def _caret_ceiling(release: tuple[int, ...]) -> tuple[int, ...]:
+def _caret_ceiling(release: tuple[int, ...]) -> str:
+    """``^1.2.3`` allows up to the next change of its first non-zero part: <2.0.0 (``^0.2`` <0.3)."""
     first = next((i for i, part in enumerate(release) if part), len(release) - 1)
     return _bump(release[: first + 1])
 
 
-def _tilde_ceiling(release: tuple[int, ...]) -> tuple[int, ...]:
+def _tilde_ceiling(release: tuple[int, ...]) -> str:
+    """``~1.2.3`` allows patch releases: <1.3 (``~1`` <2)."""
     return _bump(release[:2]) if len(release) > 1 else _bump(release)
 
 
-def _clause_caps(clause: Clause, floor: tuple[int, ...]) -> bool:
+_POETRY_CEILINGS = {"^": _caret_ceiling, "~": _tilde_ceiling}
+
+
+def _clause_caps(clause: Clause, floor: Version) -> bool:
     """True when the clause lets no version at or above ``floor`` through."""
     op, version = clause
     wildcard = version.endswith(".*")
-    release = _release(version[:-2] if wildcard else version)
-    if release is None:
+    release = _release(version.removesuffix(".*"))
+    if op not in _UPPER_BOUNDS or release is None:
         return False
-    if op in ("==", "===") and wildcard:
-        return not _before(floor, _bump(release))
-    if op in ("==", "==="):
-        return _before(release, floor)
-    if op == "<":
-        return not _before(floor, release)
-    if op == "<=":
-        return _before(release, floor)
-    if op == "~=":
-        return len(release) > 1 and not _before(floor, _bump(release[:-1]))
-    return False
+    try:
+        specifier = Specifier(("==" if op == "===" else op) + str(release) + (".*" if wildcard else ""))
+    except InvalidSpecifier:  # ~= of a lone number
+        return False
+    # Every clause here allows a range that starts at or below ``release`` (``<`` all of it): once the
+    # floor is past that release and outside the range, nothing the clause allows reaches it.
+    return not specifier.contains(floor, prereleases=True) and (op == "<" or floor > release)
 
 
 def capped_below(requirement: Requirement, floor: str) -> bool:

@@ -64,5 +64,5 @@ class InstanceTypeWithoutTorchNeuron(Rule):
         match = _INSTANCE.fullmatch(text) if text else None
         if match is not None:
             # One marker per family: a list of Inf2 sizes needs one decision.
-            self.ctx.manual(original, instance_step(FAMILIES[match.group(1)]))
+            self.ctx.manual(self.meta, original, instance_step(FAMILIES[match.group(1)]))
         return updated

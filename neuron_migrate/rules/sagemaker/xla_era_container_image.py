@@ -125,7 +125,7 @@ class XlaEraContainerImage(Rule):
             framework = first_argument(original, "backend")
         if isinstance(framework, cst.SimpleString) and framework.evaluated_value == HF_FRAMEWORK:
             llm = qname.endswith("get_huggingface_llm_image_uri")
-            self.ctx.manual(original, _step(TGI_STEP) if llm else _step(HF_STEP))
+            self.ctx.manual(self.meta, original, _step(TGI_STEP) if llm else _step(HF_STEP))
         return updated
 
     def leave_SimpleString(self, original: cst.SimpleString, updated: cst.SimpleString):
@@ -139,5 +139,5 @@ class XlaEraContainerImage(Rule):
         found = image_in(text) if text else None
         step = image_step(*found) if found else None
         if step is not None:
-            self.ctx.manual(original, step)
+            self.ctx.manual(self.meta, original, step)
         return updated

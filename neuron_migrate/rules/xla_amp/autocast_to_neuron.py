@@ -65,7 +65,7 @@ class AutocastToNeuron(Rule):
         assign = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
         targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else []
         if self.ctx.has_legacy_imports and original in targets:
-            self.ctx.manual(original, _BF16_CHECK_PATCH)
+            self.ctx.manual(self.meta, original, _BF16_CHECK_PATCH)
         return updated
 
     def to_neuron_autocast(self, original: cst.Call, updated: cst.Call, qname: str):
@@ -75,6 +75,7 @@ class AutocastToNeuron(Rule):
         if bound is None:
             if legacy:
                 self.ctx.manual(
+                    self.meta,
                     original,
                     'arguments not understood; write torch.autocast(device_type="neuron", dtype=torch.bfloat16)',
                 )
@@ -87,7 +88,7 @@ class AutocastToNeuron(Rule):
             if not self.ctx.has_legacy_imports:
                 return updated
             if _REAL_CUDA.search(self.ctx.text):
-                self.ctx.manual(original, _CUDA_AND_XLA)
+                self.ctx.manual(self.meta, original, _CUDA_AND_XLA)
                 return updated
             notes.append(_CUDA_ON_XLA)
             device = None

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from neuron_migrate import markers
 from neuron_migrate.rules.base import MANUAL, Example, Rule, RuleMeta, register
 from neuron_migrate.rules.xla_amp.common import DOCS_BF16, DOCS_CHANGES, GRAD_SCALERS, _uses_torch_xla
-
-
-_MARKER = "TODO(neuron-migrate NM152)"
 
 
 @register
@@ -38,11 +36,13 @@ class GradScalerWithXla(Rule):
     calls = {qname: "flag_scaler" for qname in GRAD_SCALERS}
 
     def flag_scaler(self, original: cst.Call, updated: cst.Call, qname: str):
-        if qname.startswith("torch.") and not (_uses_torch_xla(self.ctx) or _MARKER in self.ctx.text):
+        marked = markers.mentions(self.ctx.text, "NM152", todo_only=True)
+        if qname.startswith("torch.") and not (_uses_torch_xla(self.ctx) or marked):
             # A torch GradScaler matters only in XLA code. After a rewrite the torch_xla imports are gone,
             # but this rule's marker says the file was XLA code: saying it again keeps a rerun a fixpoint.
             return updated
         self.ctx.manual(
+            self.meta,
             original,
             "bf16 needs no loss scaling: delete the scaler and call loss.backward() and optimizer.step() "
             "directly (fp16 scaling on neuron is unverified)",

@@ -460,7 +460,7 @@ class _DeviceLoaderRule(Rule):
         if device is None or plan.kind is None:
             shown = device or plan.sites[0].device_code or "device"
             example = plan.statement(shown).strip() if plan.kind else f"batch = batch.to({shown})"
-            self.ctx.manual(original, UNCLEAR_LOOP_MESSAGE.format(example=example, loader=self.LOADER))
+            self.ctx.manual(self.meta, original, UNCLEAR_LOOP_MESSAGE.format(example=example, loader=self.LOADER))
             return updated
         note = DEFAULT_DEVICE_NOTE.format(loader=self.LOADER) if device == NEURON_DEVICE else ""
         moved = _insert_first(updated, cst.parse_statement(plan.statement(device)))

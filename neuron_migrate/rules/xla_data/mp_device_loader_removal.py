@@ -68,7 +68,7 @@ class MpDeviceLoaderRemoval(_DeviceLoaderRule):
     def plain_loader(self, original: cst.Call, updated: cst.Call, qname: str):
         args = bind_args(updated, ("loader", "device"), other_keywords=True)
         if args is None or "loader" not in args:
-            self.ctx.manual(original, "iterate the DataLoader itself and move each batch with `.to(device)`")
+            self.ctx.manual(self.meta, original, "iterate the DataLoader itself and move each batch with `.to(device)`")
             return updated
         index = file_index(self.ctx)
         site = index.sites.get(id(original)) if index else None

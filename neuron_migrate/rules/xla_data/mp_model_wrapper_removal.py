@@ -40,6 +40,6 @@ class MpModelWrapperRemoval(Rule):
     def unwrap(self, original: cst.Call, updated: cst.Call, qname: str):
         args = bind_args(updated, ("model",))
         if args is None or "model" not in args:
-            self.ctx.manual(original, "use the model itself and move it with `.to(device)`")
+            self.ctx.manual(self.meta, original, "use the model itself and move it with `.to(device)`")
             return updated
         return Edit(args["model"].value, review=self.UNWRAPPED)

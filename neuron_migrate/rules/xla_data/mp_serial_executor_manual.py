@@ -59,5 +59,5 @@ class MpSerialExecutorManual(Rule):
             direct = f"{receiver(fn)}()"
         else:
             direct = "fn()"
-        self.ctx.manual(original, f"call it directly: `{direct}`")
+        self.ctx.manual(self.meta, original, f"call it directly: `{direct}`")
         return updated

@@ -64,6 +64,7 @@ class ParallelLoaderRemoval(_DeviceLoaderRule):
         sites = index.parallel_ok.get(id(original)) if index else None
         if sites is None or args is None or "loader" not in args:
             self.ctx.manual(
+                self.meta,
                 original,
                 "iterate the DataLoader itself and move each batch with `.to(device)` in the loop",
             )

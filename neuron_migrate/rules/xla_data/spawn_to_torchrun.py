@@ -69,6 +69,7 @@ class SpawnToTorchrun(Rule):
             self._legacy_worker(original, params)
         ):
             self.ctx.manual(
+                self.meta,
                 original,
                 f"call the worker as `fn(int(os.environ.get(\"{variable}\", \"0\")), *args)` and launch with "
                 f"`torchrun --nproc_per_node=N {script}`",

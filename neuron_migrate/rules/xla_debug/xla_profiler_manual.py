@@ -42,7 +42,7 @@ class XlaProfilerManual(Rule):
             # its line goes (see leave_SimpleStatementLine, which may delete an assignment).
             self.unused_servers.add(id(self.ctx.statement_for_call[id(original)]))
             return updated
-        self.ctx.manual(original, PROFILER["start_server"])
+        self.ctx.manual(self.meta, original, PROFILER["start_server"])
         return updated
 
     def __init__(self, ctx) -> None:

@@ -42,7 +42,9 @@ class XlaTraceToRecordFunction(Rule):
         params = ANNOTATIONS[name]
         bound = bind_args(updated, params, other_keywords=True)
         if bound is None or "name" not in bound:
-            self.ctx.manual(original, f"use `with torch.profiler.record_function(name):` inside a {PROFILE} block")
+            self.ctx.manual(
+                self.meta, original, f"use `with torch.profiler.record_function(name):` inside a {PROFILE} block"
+            )
             return updated
         metadata = [a.keyword.value for a in updated.args if a.keyword is not None and a.keyword.value not in params]
         review = ""

@@ -87,7 +87,7 @@ class AccelerateXlaCheck(Rule):
         else:
             return updated
         if not (isinstance(owner, cst.Attribute) and owner.attr.value == "distributed_type"):
-            self.ctx.manual(original, self.UNKNOWN_OWNER)
+            self.ctx.manual(self.meta, original, self.UNKNOWN_OWNER)
             return updated
         operator = "==" if isinstance(target.operator, _EQUAL) else "!="
         check = self.ctx.expr(f'{self.ctx.code(owner.value)}.device.type {operator} "neuron"')

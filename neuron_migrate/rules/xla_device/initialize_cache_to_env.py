@@ -39,7 +39,7 @@ class InitializeCacheToEnv(Rule):
         line = self.ctx.statement_for_call.get(id(original))
         if bound is None or "path" not in bound or line is None or not isinstance(line.body[0], cst.Expr):
             self.ctx.manual(
-                original, 'set os.environ["TORCH_NEURONX_NEFF_CACHE_DIR"] = <path> before the first compile'
+                self.meta, original, 'set os.environ["TORCH_NEURONX_NEFF_CACHE_DIR"] = <path> before the first compile'
             )
             return updated
         message = "must run before anything compiles (safest: before `import torch`)"

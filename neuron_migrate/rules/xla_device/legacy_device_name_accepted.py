@@ -159,7 +159,7 @@ class LegacyDeviceNameAccepted(Rule):
             shape = _HelperShape(self.ctx, self.tests)
             original.body.visit(shape)
             if shape.makes_device and shape.picks_by_name:
-                self.ctx.manual(original, _UNKNOWN_HELPER)
+                self.ctx.manual(self.meta, original, _UNKNOWN_HELPER)
         return updated
 
     @staticmethod

@@ -187,6 +187,7 @@ class RuntimeDeviceQueries(Rule):
         bound = bind_args(updated, ("devkind", "max_devices"))
         if bound is None or not is_none(bound.get("max_devices")):
             self.ctx.manual(
+                self.meta,
                 original,
                 'list the devices yourself: [f"neuron:{i}" for i in range(torch.neuron.device_count())]',
             )
@@ -207,7 +208,9 @@ class RuntimeDeviceQueries(Rule):
         if id(original) in self.folded_queries:
             return updated
         if not is_device_type_query(self.ctx, original):
-            self.ctx.manual(original, f'arguments not understood; on Trainium this was "{TRAINIUM_DEVICE_TYPE}"')
+            self.ctx.manual(
+                self.meta, original, f'arguments not understood; on Trainium this was "{TRAINIUM_DEVICE_TYPE}"'
+            )
             return updated
         return Edit(
             self.ctx.expr(f'"{TRAINIUM_DEVICE_TYPE}"'),

@@ -51,7 +51,9 @@ class XlaDeviceToNeuron(Rule):
     def to_neuron_device(self, original: cst.Call, updated: cst.Call, qname: str):
         text = neuron_device_code(self.ctx, updated, qname)
         if text is None:
-            self.ctx.manual(original, 'arguments not understood; replace with torch.device("neuron", <index>)')
+            self.ctx.manual(
+                self.meta, original, 'arguments not understood; replace with torch.device("neuron", <index>)'
+            )
             return updated
         return Edit(self.ctx.expr(text), review=_BIND_CORE if self._binding_left_to_user() else "")
 

@@ -57,6 +57,7 @@ class AllReduceToDist(DistributedRule):
     def referenced(self, original, updated, qname: str):
         # Passed as a function (functools.partial, a stored callable, an XLA FSDP option): its calls are elsewhere.
         self.ctx.manual(
+            self.meta,
             original,
             "passed as a function: where it is called, reduce with `dist.all_reduce(tensor, op=dist.ReduceOp.SUM)` "
             "(in place, on one tensor; xm.all_reduce returned a new tensor for one input and took xm's reduce types)",

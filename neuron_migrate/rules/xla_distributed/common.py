@@ -175,7 +175,7 @@ class DistributedRule(Rule):
         return StatementReplacement(statements)
 
     def manual(self, original: cst.Call, updated: cst.CSTNode, message: str) -> cst.CSTNode:
-        self.ctx.manual(original, message)
+        self.ctx.manual(self.meta, original, message)
         return updated
 
     def keeps_legacy_arguments(self, original: cst.Call, updated: cst.Call) -> bool:

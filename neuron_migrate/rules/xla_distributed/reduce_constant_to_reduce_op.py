@@ -83,6 +83,6 @@ class ReduceConstantToReduceOp(DistributedRule):
             # `model.all_reduce_op(xm.REDUCE_SUM, t)` is XLA FSDP's xm.all_reduce: it stays until the model is
             # ported to FSDP2, and takes xm's reduce type until then.
             op = REDUCE_CONSTANTS[qname]
-            self.ctx.manual(original, FSDP_COLLECTIVES[collective].format(op=f"{self.dist}.ReduceOp.{op}"))
+            self.ctx.manual(self.meta, original, FSDP_COLLECTIVES[collective].format(op=f"{self.dist}.ReduceOp.{op}"))
             return updated
         return keep_parens(self.ctx.expr(f"{self.dist}.ReduceOp.{REDUCE_CONSTANTS[qname]}"), updated)

@@ -53,6 +53,6 @@ class SpmdManual(DistributedRule):
             return updated
         step = plan.steps.get(id(original))
         if step is not None:
-            self.ctx.manual(original, step)
+            self.ctx.manual(self.meta, original, step)
             return updated
         return answer_row(self, original, updated, qname)

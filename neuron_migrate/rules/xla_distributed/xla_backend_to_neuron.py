@@ -208,6 +208,7 @@ class XlaBackendToNeuron(DistributedRule):
             return updated
         if self._neuron_call(updated) is not updated:
             self.ctx.manual(
+                self.meta,
                 original,
                 'this init_process_group is not torch.distributed\'s and asks for the "xla" backend, which '
                 'TorchNeuron does not have: join the process group with `torch.distributed.init_process_group("neuron")`',

@@ -66,7 +66,7 @@ class XlaFsdpManual(DistributedRule):
         if isinstance(original, cst.Call) and (qname in XLA_FSDP or qname == FSDP_V2):
             step = self._fully_shard_step(original, spmd=qname == FSDP_V2)
             if step is not None:
-                self.ctx.manual(original, step)
+                self.ctx.manual(self.meta, original, step)
                 return updated
         return answer_row(self, original, updated, qname)
 

@@ -70,11 +70,13 @@ class ZeroRedundancyOptimizerToStock(Rule):
 
     def to_stock(self, original: cst.Call, updated: cst.Call, qname: str):
         if any(arg.star for arg in updated.args):
-            self.ctx.manual(original, self._step("the options are spread: pass PyTorch's the wrapped optimizer's own"))
+            self.ctx.manual(
+                self.meta, original, self._step("the options are spread: pass PyTorch's the wrapped optimizer's own")
+            )
             return updated
         keywords = {arg.keyword.value: arg for arg in updated.args if arg.keyword is not None}
         if "sharding_groups" in keywords:
-            self.ctx.manual(original, self._step(
+            self.ctx.manual(self.meta, original, self._step(
                 "sharding_groups: create the group once with `dist.new_subgroups_by_enumeration(groups)` and pass "
                 "`process_group=` instead"
             ))
@@ -89,6 +91,7 @@ class ZeroRedundancyOptimizerToStock(Rule):
 
     def clipping_hook(self, original, updated, qname: str):
         self.ctx.manual(
+            self.meta,
             original,
             "PyTorch's ZeroRedundancyOptimizer has no _clip_grad_norm to replace: clip the gradients yourself with "
             "`torch.nn.utils.clip_grad_norm_(params, max_norm)` before optimizer.step(), then delete this line",

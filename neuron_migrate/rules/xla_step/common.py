@@ -121,7 +121,8 @@ def unwrap_with(rule: Rule, original: cst.With, updated: cst.With, names: set[st
     if not drop:
         return updated
     if any(original.items[p].asname is not None for p in drop):
-        ctx.manual(original, "the context object is used (`as ...`); remove the `with` line, dedent its body by hand")
+        step = "the context object is used (`as ...`); remove the `with` line, dedent its body by hand"
+        ctx.manual(rule.meta, original, step)
         return updated
     keep = [item for p, item in enumerate(updated.items) if p not in drop]
     if keep:
@@ -130,7 +131,9 @@ def unwrap_with(rule: Rule, original: cst.With, updated: cst.With, names: set[st
     body = updated.body
     if isinstance(body, cst.IndentedBlock) and any(line.comment for line in body.footer):
         # Comments after the last statement of the block have no statement to travel with.
-        ctx.manual(original, "remove the `with` line and dedent its body by hand (trailing comments kept it)")
+        ctx.manual(
+            rule.meta, original, "remove the `with` line and dedent its body by hand (trailing comments kept it)"
+        )
         return updated
     if isinstance(body, cst.SimpleStatementSuite):
         statements: list[cst.BaseStatement] = [

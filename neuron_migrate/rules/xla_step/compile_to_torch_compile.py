@@ -100,7 +100,7 @@ class CompileToTorchCompile(Rule):
             return updated  # `with torch_xla.compile():` is unwrapped in leave_With
         args = bind_args(updated, XLA_COMPILE_PARAMS)
         if args is None:
-            self.ctx.manual(original, 'use `torch.compile(fn, backend="neuron", fullgraph=True)`')
+            self.ctx.manual(self.meta, original, 'use `torch.compile(fn, backend="neuron", fullgraph=True)`')
             return updated
         torch = self.ctx.require_import("torch")
         target = f"{code_of(args['f'].value)}, " if "f" in args else ""

@@ -84,7 +84,9 @@ class OptimizerStep(Rule):
     def optimizer_step(self, original: cst.Call, updated: cst.Call, qname: str):
         args = bind_args(updated, OPTIMIZER_STEP_PARAMS)
         if args is None or "optimizer" not in args:
-            self.ctx.manual(original, "call `optimizer.step(**optimizer_args)` and average gradients with DDP/FSDP")
+            self.ctx.manual(
+                self.meta, original, "call `optimizer.step(**optimizer_args)` and average gradients with DDP/FSDP"
+            )
             return updated
         optimizer = receiver(args["optimizer"].value)
         step = self.ctx.expr(f"{optimizer}.step({self._step_arguments(args.get('optimizer_args'))})")
@@ -112,6 +114,7 @@ class OptimizerStep(Rule):
             return Edit(deleted, safe=True)
         if not understood or fsdp_visible(self.ctx) or not is_plain_reference(args["optimizer"].value):
             self.ctx.manual(
+                self.meta,
                 original,
                 "average gradients across ranks: wrap the model in DistributedDataParallel, or all-reduce each "
                 "p.grad with dist.all_reduce and divide by dist.get_world_size()",
@@ -129,7 +132,12 @@ class OptimizerStep(Rule):
         if indent != "    ":
             helper = re.sub(r"^((?:    )+)", lambda m: indent * (len(m.group(1)) // 4), helper, flags=re.M)
         self.ctx.add_setup(
-            original, helper.rstrip("\n"), "", unless=f"def {AVERAGE_GRADIENTS}(", label=f"`{AVERAGE_GRADIENTS}()`"
+            self.meta,
+            original,
+            helper.rstrip("\n"),
+            "",
+            unless=f"def {AVERAGE_GRADIENTS}(",
+            label=f"`{AVERAGE_GRADIENTS}()`",
         )
         message = AVERAGED.format(name=AVERAGE_GRADIENTS)
         return message if process_group_planned(self.ctx) else message + NO_PROCESS_GROUP

@@ -41,7 +41,7 @@ class StepClosureCall(Rule):
     def call_now(self, original: cst.Call, updated: cst.Call, qname: str):
         args = bind_args(updated, STEP_CLOSURE_PARAMS)
         if args is None or "closure" not in args:
-            self.ctx.manual(original, "call the closure directly: `fn(*args)`")
+            self.ctx.manual(self.meta, original, "call the closure directly: `fn(*args)`")
             return updated
         closure = args["closure"].value
         call_args = spread_arguments(args.get("args"))

@@ -186,7 +186,7 @@ class HelperRule(Rule):
         review replaces it. The caller's change stands when the helper cannot be used."""
         target = original.func if isinstance(original, cst.Call) else original
         if isinstance(target, cst.Name):
-            self.ctx.manual(original, FROM_IMPORT_STEP.format(module=module, name=target.value))
+            self.ctx.manual(self.meta, original, FROM_IMPORT_STEP.format(module=module, name=target.value))
             return Edit(updated, review=review)
         if not self.add_helper(original, name):
             return Edit(updated, review=review)
@@ -197,7 +197,7 @@ class HelperRule(Rule):
         """Schedule ``name`` (and the helpers it calls) after the imports, once per file."""
         helper = HELPERS[name]
         if name in self.ctx.module_names:
-            self.ctx.manual(node, NAME_TAKEN.format(name=name, rule=self.meta.id))
+            self.ctx.manual(self.meta, node, NAME_TAKEN.format(name=name, rule=self.meta.id))
             return False
         if not all(self.add_helper(node, need) for need in helper.needs):
             return False  # the helper it needs has said why
@@ -206,10 +206,12 @@ class HelperRule(Rule):
         if None in names.values():
             for key in set(self.ctx.imports_needed) - scheduled:
                 del self.ctx.imports_needed[key]
-            self.ctx.manual(node, IMPORT_TAKEN.format(name=name, rule=self.meta.id))
+            self.ctx.manual(self.meta, node, IMPORT_TAKEN.format(name=name, rule=self.meta.id))
             return False
         code = Template(helper.code).substitute(names).rstrip("\n")
-        self.ctx.add_setup(node, code, f"Stands in for torch_xla's {helper.replaces}.", unless=_definition(name))
+        self.ctx.add_setup(
+            self.meta, node, code, f"Stands in for torch_xla's {helper.replaces}.", unless=_definition(name)
+        )
         return True
 
 

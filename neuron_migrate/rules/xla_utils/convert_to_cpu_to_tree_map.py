@@ -54,7 +54,7 @@ class ConvertToCpuToTreeMap(Rule):
     def to_tree_map(self, original: cst.Call, updated: cst.Call, qname: str):
         bound = bind_args(updated, ("data", "convert"))
         if bound is None or "data" not in bound:
-            self.ctx.manual(original, f"copy the tensors to the CPU with `{SPELLED}`")
+            self.ctx.manual(self.meta, original, f"copy the tensors to the CPU with `{SPELLED}`")
             return updated
         data = self.ctx.code(bound["data"].value).strip()
         convert = arg_value(bound, "convert", True)
@@ -68,7 +68,7 @@ class ConvertToCpuToTreeMap(Rule):
         return self.ctx.expr(copied)
 
     def manual_reference(self, original: cst.CSTNode, updated: cst.CSTNode, qname: str):
-        self.ctx.manual(original, f"call `{SPELLED}` where this function is used")
+        self.ctx.manual(self.meta, original, f"call `{SPELLED}` where this function is used")
         return updated
 
     def _copied(self, data: str) -> str:

@@ -42,7 +42,9 @@ class SampleGeneratorToList(Rule):
     def to_list(self, original: cst.Call, updated: cst.Call, qname: str):
         bound = bind_args(updated, ("data", "sample_count"))
         if bound is None or len(bound) != 2:
-            self.ctx.manual(original, "replace it with `[data] * sample_count`: the same sample, that many times")
+            self.ctx.manual(
+                self.meta, original, "replace it with `[data] * sample_count`: the same sample, that many times"
+            )
             return updated
         data = bound["data"].value
         count = bound["sample_count"].value

@@ -45,7 +45,7 @@ class SendToDeviceToTreeMap(Rule):
     def to_tree_map(self, original: cst.Call, updated: cst.Call, qname: str):
         bound = bind_args(updated, ("datas", "device", "input_sharding"))
         if bound is None or "datas" not in bound or "device" not in bound or "input_sharding" in bound:
-            self.ctx.manual(original, f"move the tensors to the device with `{SPELLED}`")
+            self.ctx.manual(self.meta, original, f"move the tensors to the device with `{SPELLED}`")
             return updated
         pytree = self.ctx.require_import("torch.utils._pytree", alias="pytree")
         torch = self.ctx.require_import("torch")

@@ -53,12 +53,12 @@ class TestUtilsToLocalHelpers(HelperRule):
     def now_to_datetime(self, original: cst.Call, updated: cst.Call, qname: str):
         bound = bind_args(updated, ("format",))
         if bound is None:
-            self.ctx.manual(original, 'replace it with `datetime.now().strftime("%H:%M:%S")`')
+            self.ctx.manual(self.meta, original, 'replace it with `datetime.now().strftime("%H:%M:%S")`')
             return updated
         fmt = self.ctx.code(bound["format"].value) if "format" in bound else '"%H:%M:%S"'
         datetime = importable(self.ctx, "from datetime import datetime")
         if datetime is None:
-            self.ctx.manual(original, 'replace it with `datetime.now().strftime("%H:%M:%S")`')
+            self.ctx.manual(self.meta, original, 'replace it with `datetime.now().strftime("%H:%M:%S")`')
             return updated
         return self.ctx.expr(f"{datetime}.now().strftime({fmt})")
 

@@ -38,7 +38,9 @@ class XlaSyncBatchNormToTorch(Rule):
 
     def to_torch(self, original: cst.Call, updated: cst.Call, qname: str):
         if bind_args(updated, ("num_features", "eps", "momentum")) is None:
-            self.ctx.manual(original, "replace it with torch.nn.SyncBatchNorm(num_features, eps=, momentum=)")
+            self.ctx.manual(
+                self.meta, original, "replace it with torch.nn.SyncBatchNorm(num_features, eps=, momentum=)"
+            )
             return updated
         torch = self.ctx.require_import("torch")
         func = self.ctx.expr(f"{torch}.nn.SyncBatchNorm")
