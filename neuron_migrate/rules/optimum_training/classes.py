@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from neuron_migrate.rules import hf_fields as hf
 from neuron_migrate.rules.optimum_names import optimum_names
-from neuron_migrate.rules.rows import Rename, Row
+from neuron_migrate.rules.rows import Row
 from neuron_migrate.rules.tables.optimum_training import MODEL_CLASSES, STOCK_TWINS, TRAINING_MODELS_PACKAGE
 
 
@@ -67,8 +67,7 @@ CALL_SHAPES = {
 
 
 def target_of(row: Row) -> Target:
-    """The stock class a twin row names, with the shape of its call."""
-    assert isinstance(row.action, Rename), row
+    """The stock class a twin row (a Rename) names, with the shape of its call."""
     stock = row.action.target
     module, _, name = stock.rpartition(".")
     shape = CALL_SHAPES.get(stock, CallShape())

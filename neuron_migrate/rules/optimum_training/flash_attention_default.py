@@ -6,7 +6,7 @@ import libcst as cst
 
 from neuron_migrate.rules import hf_fields as hf
 from neuron_migrate.rules.base import REVIEW, Edit, Example, register, Rule, RuleMeta
-from neuron_migrate.rules.optimum_inference.common import FLASH_REVIEW
+from neuron_migrate.rules.optimum_inference.export_settings import FLASH_REVIEW
 from neuron_migrate.rules.optimum_training.common import DOCS_HF, TRIGGERS
 
 def imports_optimum_neuron(ctx) -> bool:
