@@ -26,7 +26,6 @@ DOCS_NO_XLA_INFERENCE = (
 DOCS_SENTENCE_TRANSFORMERS = "https://sbert.net/docs/package_reference/sentence_transformer/SentenceTransformer.html"
 OPTIMUM_TRIGGERS = (b"optimum",)
 PRECOMPILED_ORG = "aws-neuron/"  # the Hub organisation of the models optimum-neuron compiled
-# ----- the classes ------------------------------------------------------------------------------
 
 # optimum-neuron task model -> (transformers class, modules it is importable from besides the top level)
 TASK_MODELS = {

@@ -85,7 +85,7 @@ class NeuronLoaderRule(Rule):
         names = ", ".join(f"`{name}`" for name in kept)
         return f"; {names} is still read elsewhere: its keys are no longer passed here"
 
-    # ----- reference contexts -----
+    # Reference contexts:
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         for base in node.bases:
             self.contexts[id(base.value)] = BASE

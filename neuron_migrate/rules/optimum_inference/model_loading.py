@@ -107,7 +107,7 @@ class TransformersModelRule(NeuronLoaderRule):
     def shapes_review(self, shapes: dict[str, str]) -> str:
         return shapes_review(shapes) if shapes else ""
 
-    # ----- the class name used elsewhere -----
+    # The class name used elsewhere:
     def constructor(self, original: cst.Call, updated: cst.Call, qname: str):
         _, target = self.target_of(qname)
         self.ctx.manual(

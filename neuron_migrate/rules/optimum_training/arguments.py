@@ -124,7 +124,7 @@ class ArgumentsRule(StockClassRule):
     def subclass_review(self, target: Target) -> str:
         return f"check this subclass's fields and defaults against {target.module}.{target.name}"
 
-    # ----- one dict literal spread into the call ------------------------------------------------
+    # One dict literal spread into the call:
     def leave_Dict(self, original: cst.Dict, updated: cst.Dict):
         return self.spread_dict(original, updated)
 
@@ -149,7 +149,7 @@ class ArgumentsRule(StockClassRule):
         result = result if code_of(result) != code_of(updated) else updated
         return self.report_edits(f"keyword arguments for {target.name} edited", edits, original, result)
 
-    # ----- the field map -------------------------------------------------------------------------
+    # The field map:
     def plan(
         self, node, entries: dict[str, cst.BaseExpression], target: Target, *, context, additions, compile_flags=True
     ) -> ArgumentEdits:

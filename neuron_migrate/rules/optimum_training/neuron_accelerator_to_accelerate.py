@@ -13,6 +13,7 @@ from neuron_migrate.rules.optimum_training.stock_class import StockClassRule
 from neuron_migrate.rules.rows import answer_row
 from neuron_migrate.rules.tables.optimum_training import ROWS
 
+# NeuronAccelerator's mixed_precision_config mode -> Accelerator's mixed_precision (None: nothing to set)
 MIXED_PRECISION_MODES = {"AUTOCAST_BF16": '"bf16"', "NO": None}
 
 

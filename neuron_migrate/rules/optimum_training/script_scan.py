@@ -100,7 +100,7 @@ class _Collector(cst.CSTVisitor):
 
 
 def _scan_script(ctx) -> ScriptFacts:
-    # None for files that never mention optimum: the hooks of this module also see every torch_xla file.
+    # Empty facts for files that never mention optimum: the family's node hooks also see every torch_xla file.
     return _Scanner(ctx).scan() if "optimum" in source_text(ctx) else ScriptFacts()
 
 
@@ -160,7 +160,7 @@ class _Scanner:
                         self.facts.skip_nodes.update(id(n) for n in _nodes(arg.value))
         return self.facts
 
-    # ----- variables holding Neuron training arguments ------------------------------------------
+    # Variables holding Neuron training arguments:
     def _note_assignment(self, line: cst.SimpleStatementLine, parsers) -> None:
         if len(line.body) != 1 or not isinstance(line.body[0], cst.Assign):
             return
@@ -224,7 +224,7 @@ class _Scanner:
             return None
         return found[0], found[1], assignment
 
-    # ----- ``**kwargs`` of arguments classes ----------------------------------------------------
+    # ``**kwargs`` of arguments classes:
     def _note_spreads(self, call: cst.Call, target: Target) -> None:
         for arg in call.args:
             if arg.star != "**":
@@ -259,7 +259,7 @@ class _Scanner:
             return ""
         return receiver.value if receiver.value in self.facts.args_names else ""
 
-    # ----- trn_config of training from_pretrained ----------------------------------------------
+    # The trn_config of a training from_pretrained:
     def _note_from_pretrained(self, call: cst.Call) -> None:
         arg = _trn_config_arg(call)
         if arg is None:
