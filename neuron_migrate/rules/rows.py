@@ -168,7 +168,8 @@ def row_for(rows: dict[str, Row], qname: str) -> Row | None:
 
 def answer_row(rule: Rule, original: cst.CSTNode, updated: cst.CSTNode, qname: str):
     """The handler every row-derived entry of ``calls`` / ``references`` points to (as the rule's
-    ``apply_row``). A rule that must decline some sites defines ``apply_row`` itself and calls this."""
+    ``apply_row``). A rule that must decline some sites, or edit a call beyond its name, defines
+    ``apply_row`` itself (or inherits it from its base class) and calls this where the row is enough."""
     row = row_for(rule.row_table, qname)
     return row.action.apply(rule, original, updated)
 
@@ -180,7 +181,7 @@ def install(cls: type[Rule]) -> None:
         raise ValueError(f"{cls.meta.id}: `rows` holds no row of this rule")
     cls.rows = mine
     cls.row_table = {row.name: row for row in mine}
-    if "apply_row" not in cls.__dict__:
+    if not hasattr(cls, "apply_row"):
         cls.apply_row = answer_row
     calls, references = {}, {}
     for row in mine:

@@ -6,7 +6,7 @@ import importlib.util
 from functools import cache
 from pathlib import Path
 
-from neuron_migrate.rules.optimum_inference.common import Keyword
+from neuron_migrate.rules.optimum_inference.reading import Keyword
 from neuron_migrate.rules.optimum_names import optimum_names
 
 DOCS_DIFFUSERS_PARALLEL = "https://huggingface.co/docs/diffusers/api/parallel"

@@ -6,13 +6,8 @@ import libcst as cst
 
 from neuron_migrate.rules.base import REVIEW, Edit, Example, register, RuleMeta
 from neuron_migrate.rules.optimum_diffusers.common import COMPONENTS, COMPONENT_NAMES
-from neuron_migrate.rules.optimum_inference.common import (
-    ANNOTATION,
-    DOCS_HF_NATIVE,
-    ISINSTANCE,
-    OPTIMUM_TRIGGERS,
-    NeuronLoaderRule,
-)
+from neuron_migrate.rules.optimum_inference.common import DOCS_HF_NATIVE, OPTIMUM_TRIGGERS
+from neuron_migrate.rules.optimum_inference.loader_rule import ANNOTATION, ISINSTANCE, NeuronLoaderRule
 
 
 @register

@@ -20,18 +20,17 @@ from neuron_migrate.rules.optimum_diffusers.common import (
     diffusion_shapes_review,
     dtype_keyword,
 )
-from neuron_migrate.rules.optimum_inference.common import (
-    DOCS_HF_NATIVE,
-    OPTIMUM_TRIGGERS,
+from neuron_migrate.rules.optimum_inference.common import DOCS_HF_NATIVE, OPTIMUM_TRIGGERS
+from neuron_migrate.rules.optimum_inference.export_settings import (
     RENAMED,
     ExportSettings,
-    Keyword,
-    Load,
-    NeuronLoaderRule,
     model_argument,
     tensor_parallel_size,
     unresolved_review,
 )
+from neuron_migrate.rules.optimum_inference.loader_index import Load
+from neuron_migrate.rules.optimum_inference.loader_rule import NeuronLoaderRule
+from neuron_migrate.rules.optimum_inference.reading import Keyword
 from neuron_migrate.rules.optimum_names import with_methods
 from neuron_migrate.rules.xla_step.common import with_args
 

@@ -12,20 +12,12 @@ from neuron_migrate.rules.optimum_inference.common import (
     DOCS_HF_INFERENCE,
     DOCS_NO_XLA_INFERENCE,
     DOCS_STATIC_CACHE,
-    INPUT_SHAPES,
-    LOADER_REGISTRY,
     OPTIMUM_TRIGGERS,
-    STATIC_CACHE,
-    TENSOR_PARALLEL,
-    VLLM,
-    Keyword,
-    Load,
-    LoaderIndex,
-    Reading,
-    TransformersModelRule,
-    _accepts_static_cache,
-    _class_calls,
 )
+from neuron_migrate.rules.optimum_inference.export_settings import INPUT_SHAPES, TENSOR_PARALLEL
+from neuron_migrate.rules.optimum_inference.loader_index import LOADER_REGISTRY, Load, LoaderIndex
+from neuron_migrate.rules.optimum_inference.model_loading import TransformersModelRule, _class_calls
+from neuron_migrate.rules.optimum_inference.reading import Keyword, Reading
 from neuron_migrate.rules.optimum_names import with_methods
 from neuron_migrate.rules.xla_step.common import with_args
 
@@ -51,6 +43,18 @@ CONFIG_STEP = (
     "tensor_parallel_size N, and generates with a static KV cache of this batch size and sequence length; delete "
     "this call once nothing reads its result"
 )
+
+STATIC_CACHE = 'cache_implementation="static"'
+VLLM = "for serving use vLLM's Neuron backend"
+
+
+def _accepts_static_cache(call: cst.Call) -> bool:
+    """A generate() call the keyword can be added to: no ``**kwargs`` (it could carry one too) and no
+    cache of its own."""
+    for arg in call.args:
+        if arg.star == "**" or (arg.keyword is not None and arg.keyword.value == "past_key_values"):
+            return False
+    return True
 
 
 @register

@@ -5,12 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.rules.base import MANUAL, Example, RuleMeta, register
-from neuron_migrate.rules.optimum_inference.common import (
-    DOCS_WHAT_CHANGES,
-    LOADER_REGISTRY,
-    OPTIMUM_TRIGGERS,
-    NeuronLoaderRule,
-)
+from neuron_migrate.rules.optimum_inference.common import DOCS_WHAT_CHANGES, OPTIMUM_TRIGGERS
+from neuron_migrate.rules.optimum_inference.loader_index import LOADER_REGISTRY
+from neuron_migrate.rules.optimum_inference.loader_rule import NeuronLoaderRule
 
 
 @register

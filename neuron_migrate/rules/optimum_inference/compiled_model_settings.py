@@ -6,17 +6,14 @@ import libcst as cst
 
 from neuron_migrate.migrate.context import code_of
 from neuron_migrate.rules.base import REVIEW, Edit, Example, RuleMeta, register
-from neuron_migrate.rules.optimum_inference.common import (
-    DOCS_STATIC_SHAPES,
-    DOCS_WHAT_CHANGES,
-    LOADER_REGISTRY,
-    NEURON_CONFIG,
-    OPTIMUM_TRIGGERS,
-    ExportSettings,
-    Load,
-    NeuronLoaderRule,
-    _inner_attr,
-)
+from neuron_migrate.rules.optimum_inference.common import DOCS_STATIC_SHAPES, DOCS_WHAT_CHANGES, OPTIMUM_TRIGGERS
+from neuron_migrate.rules.optimum_inference.export_settings import ExportSettings
+from neuron_migrate.rules.optimum_inference.loader_index import LOADER_REGISTRY, NEURON_CONFIG, Load
+from neuron_migrate.rules.optimum_inference.loader_rule import NeuronLoaderRule
+
+
+def _inner_attr(node: cst.Attribute) -> str:
+    return node.value.attr.value if isinstance(node.value, cst.Attribute) else ""
 
 
 @register

@@ -6,16 +6,15 @@ import libcst as cst
 
 from neuron_migrate.migrate.context import code_of
 from neuron_migrate.rules.base import SAFE, Edit, Example, Fact, RuleMeta, register
-from neuron_migrate.rules.optimum_inference.common import (
-    DOCS_HF_INFERENCE,
-    LOADER_INDEX,
-    LOADER_REGISTRY,
-    OPTIMUM_TRIGGERS,
-    TENSOR_KEYWORDS,
-    LoaderIndex,
-    NeuronLoaderRule,
-    TransformersModelRule,
-    returns_tensors,
+from neuron_migrate.rules.optimum_inference.common import DOCS_HF_INFERENCE, OPTIMUM_TRIGGERS
+from neuron_migrate.rules.optimum_inference.loader_index import LOADER_INDEX, LOADER_REGISTRY, LoaderIndex
+from neuron_migrate.rules.optimum_inference.loader_rule import NeuronLoaderRule
+from neuron_migrate.rules.optimum_inference.model_loading import TransformersModelRule
+from neuron_migrate.rules.optimum_inference.reading import returns_tensors
+
+# Keyword arguments of a forward / generate call that carry the tokenizer's tensors.
+TENSOR_KEYWORDS = frozenset(
+    {"input_ids", "attention_mask", "token_type_ids", "position_ids", "pixel_values", "input_features", "inputs"}
 )
 
 

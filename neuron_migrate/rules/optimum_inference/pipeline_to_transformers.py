@@ -7,25 +7,35 @@ import libcst as cst
 from neuron_migrate.migrate.context import code_of
 from neuron_migrate.rules.base import REVIEW, Edit, Example, RuleMeta, register
 from neuron_migrate.rules.calls import keyword_arg, new_keyword
-from neuron_migrate.rules.optimum_inference.common import (
-    DOCS_HF_NATIVE,
-    DOCS_STATIC_SHAPES,
+from neuron_migrate.rules.optimum_inference.common import DOCS_HF_NATIVE, DOCS_STATIC_SHAPES, OPTIMUM_TRIGGERS, PIPELINE
+from neuron_migrate.rules.optimum_inference.export_settings import (
     EXPORT_ONLY,
-    OPTIMUM_TRIGGERS,
-    PIPELINE,
-    PIPELINE_PARAMS,
-    PIPELINE_POSITIONAL_KEPT,
     RENAMED,
     TENSOR_PARALLEL,
     ExportSettings,
-    Keyword,
-    NeuronLoaderRule,
-    Reading,
-    dict_literal,
     shapes_review,
     unresolved_review,
 )
+from neuron_migrate.rules.optimum_inference.loader_rule import NeuronLoaderRule
+from neuron_migrate.rules.optimum_inference.reading import Keyword, Reading, dict_literal
 from neuron_migrate.rules.xla_step.common import with_args
+
+# optimum's pipeline() before its **kwargs, in order.
+PIPELINE_PARAMS = (
+    "task",
+    "model",
+    "tokenizer",
+    "feature_extractor",
+    "image_processor",
+    "use_fast",
+    "export",
+    "input_shapes",
+    "compiler_args",
+    "token",
+    "revision",
+    "trust_remote_code",
+)
+PIPELINE_POSITIONAL_KEPT = 2  # task and model keep their places in transformers.pipeline
 
 
 @register

@@ -11,16 +11,23 @@ from neuron_migrate.rules.optimum_inference.common import (
     DOCS_SENTENCE_TRANSFORMERS,
     OPTIMUM_TRIGGERS,
     SENTENCE_TRANSFORMERS,
-    SENTENCE_TRANSFORMER_KEYWORDS,
-    ExportSettings,
-    Keyword,
-    NeuronLoaderRule,
-    model_argument,
-    unresolved_review,
 )
+from neuron_migrate.rules.optimum_inference.export_settings import ExportSettings, model_argument, unresolved_review
+from neuron_migrate.rules.optimum_inference.loader_rule import NeuronLoaderRule
+from neuron_migrate.rules.optimum_inference.reading import Keyword
 from neuron_migrate.rules.optimum_names import with_methods
 from neuron_migrate.rules.tables.optimum_inference import ROWS
 from neuron_migrate.rules.xla_step.common import with_args
+
+# SentenceTransformer keeps these loading arguments (under its own names); the rest go.
+SENTENCE_TRANSFORMER_KEYWORDS = {
+    "revision": "revision",
+    "token": "token",
+    "use_auth_token": "token",
+    "trust_remote_code": "trust_remote_code",
+    "local_files_only": "local_files_only",
+    "cache_dir": "cache_folder",
+}
 
 
 @register

@@ -11,9 +11,8 @@ from neuron_migrate.rules.optimum_inference.common import (
     DOCS_WHAT_CHANGES,
     OPTIMUM_TRIGGERS,
     TASK_MODEL_TARGETS,
-    TransformersModelRule,
-    _class_calls,
 )
+from neuron_migrate.rules.optimum_inference.model_loading import TransformersModelRule, _class_calls
 from neuron_migrate.rules.optimum_names import with_methods
 
 

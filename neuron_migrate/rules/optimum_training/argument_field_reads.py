@@ -12,8 +12,8 @@ from neuron_migrate.rules.optimum_training.common import (
     DOCS_TRAINING_ARGS,
     STARTUP,
     TRIGGERS,
-    script_facts,
 )
+from neuron_migrate.rules.optimum_training.script_scan import script_facts
 
 TAKEN_OVER_WHY = "Neuron-only training arguments this script still reads ({stock} lacks them): their flags parse here"
 

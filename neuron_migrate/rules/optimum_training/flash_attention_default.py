@@ -6,8 +6,12 @@ import libcst as cst
 
 from neuron_migrate.rules import hf_fields as hf
 from neuron_migrate.rules.base import REVIEW, Edit, Example, register, Rule, RuleMeta
-from neuron_migrate.rules.optimum_inference.common import FLASH_REVIEW
-from neuron_migrate.rules.optimum_training.common import DOCS_HF, TRIGGERS, imports_optimum_neuron
+from neuron_migrate.rules.optimum_inference.export_settings import FLASH_REVIEW
+from neuron_migrate.rules.optimum_training.common import DOCS_HF, TRIGGERS
+
+def imports_optimum_neuron(ctx) -> bool:
+    modules = [*ctx.existing_imports, *(module for module, _ in ctx.existing_from_imports)]
+    return any(module == "optimum.neuron" or module.startswith("optimum.neuron.") for module in modules)
 
 
 @register

@@ -5,7 +5,17 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.rules.base import SAFE, Example, Rule, RuleMeta, register
-from neuron_migrate.rules.optimum_training.common import DOCS_DISTRIBUTED, IS_MAIN_WORKER, TRIGGERS
+from neuron_migrate.rules.optimum_names import optimum_names
+from neuron_migrate.rules.optimum_training.common import DOCS_DISTRIBUTED, TRIGGERS
+
+IS_MAIN_WORKER = frozenset(
+    {
+        *optimum_names("is_main_worker", "utils", "utils.misc", top_level=False),
+        # data-parallel rank 0 of tensor-parallel rank 0 of the last pipeline stage: global rank 0 once
+        # the model is sharded by DistributedConfig (which has no pipeline stages)
+        *optimum_names("is_logging_process", "models.training.training_utils", top_level=False),
+    }
+)
 
 
 @register

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from neuron_migrate.rules.base import REVIEW, Edit, Example, register, Rule, RuleMeta
-from neuron_migrate.rules.optimum_training.common import DOCS_COMPILE, IS_PRECOMPILATION, TRIGGERS
+from neuron_migrate.rules.optimum_names import optimum_names
+from neuron_migrate.rules.optimum_training.common import DOCS_COMPILE, TRIGGERS
+
+IS_PRECOMPILATION = frozenset(optimum_names("is_precompilation", "utils", "utils.misc", top_level=False))
 
 
 @register

@@ -6,20 +6,54 @@ import libcst as cst
 
 from neuron_migrate.migrate.context import code_of
 from neuron_migrate.rules.base import REVIEW, Edit, Example, register, Rule, RuleMeta
-from neuron_migrate.rules.calls import bind_args, literal
-from neuron_migrate.rules.optimum_training.common import (
-    DOCS_DISTRIBUTED,
-    DOCS_DISTRIBUTED_CONFIG,
-    LAZY_LOAD,
-    LAZY_LOAD_PARAMS,
-    TRIGGERS,
-    _AddDistributedConfig,
-    _count_builds,
-    _count_loads,
-    _nodes,
-    script_facts,
-)
-from neuron_migrate.rules.xla_step.common import unwrap_with
+from neuron_migrate.rules.calls import bind_args, literal, new_keyword
+from neuron_migrate.rules.optimum_training.classes import LAZY_LOAD
+from neuron_migrate.rules.optimum_training.common import DOCS_DISTRIBUTED, DOCS_DISTRIBUTED_CONFIG, TRIGGERS
+from neuron_migrate.rules.optimum_training.script_facts import _nodes
+from neuron_migrate.rules.optimum_training.script_scan import script_facts
+from neuron_migrate.rules.xla_step.common import unwrap_with, with_args
+
+LAZY_LOAD_PARAMS = ("tensor_parallel_size", "pipeline_parallel_size")
+
+
+class _AddDistributedConfig(cst.CSTTransformer):
+    """``distributed_config=...`` on the ``from_pretrained`` calls that choose no placement."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__()
+        self.code = code
+        self.added = 0
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        if not _is_model_load(updated):
+            return updated
+        if any(arg.keyword is not None and arg.keyword.value in ("distributed_config", "device_map") for arg in updated.args):
+            return updated
+        if any(arg.star for arg in updated.args):
+            return updated  # a **kwargs may place the model already
+        self.added += 1
+        return with_args(updated, [*updated.args, new_keyword("distributed_config", self.code)])
+
+
+# ``<Class>.from_pretrained`` loads that are not the model: nothing to shard.
+NOT_MODELS = ("Tokenizer", "Processor", "Config", "FeatureExtractor")
+
+
+def _is_model_load(call: cst.Call, method: str = "from_pretrained") -> bool:
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == method):
+        return False
+    owner = code_of(func.value).rsplit(".", 1)[-1]
+    return not any(word in owner for word in NOT_MODELS)
+
+
+def _count_loads(node: cst.CSTNode) -> int:
+    return sum(1 for child in _nodes(node) if isinstance(child, cst.Call) and _is_model_load(child))
+
+
+def _count_builds(node: cst.CSTNode) -> int:
+    """``<Model>.from_config(...)`` calls: a model built without weights, which no DistributedConfig shards."""
+    return sum(1 for child in _nodes(node) if isinstance(child, cst.Call) and _is_model_load(child, "from_config"))
 
 
 @register

@@ -2,24 +2,23 @@
 
 from __future__ import annotations
 
+import libcst as cst
+
 from neuron_migrate.rules.base import SAFE, Example, RuleMeta, register
 from neuron_migrate.rules.calls import literal
-from neuron_migrate.rules.optimum_training.common import (
-    ACCELERATE,
-    ACCELERATOR_ONLY,
-    DOCS_ACCELERATE,
-    DOCS_HF,
-    MIXED_PRECISION_MODES,
-    TRIGGERS,
-    ArgumentEdits,
-    RenameRule,
-    edited_args,
-    rebuilt,
-)
+from neuron_migrate.rules.optimum_training.classes import ACCELERATOR_ONLY
+from neuron_migrate.rules.optimum_training.common import DOCS_ACCELERATE, DOCS_HF, TRIGGERS
+from neuron_migrate.rules.optimum_training.keyword_edits import ArgumentEdits, edited_args, rebuilt
+from neuron_migrate.rules.optimum_training.stock_class import StockClassRule
+from neuron_migrate.rules.rows import answer_row
+from neuron_migrate.rules.tables.optimum_training import ROWS
+
+# NeuronAccelerator's mixed_precision_config mode -> Accelerator's mixed_precision (None: nothing to set)
+MIXED_PRECISION_MODES = {"AUTOCAST_BF16": '"bf16"', "NO": None}
 
 
 @register
-class NeuronAcceleratorToAccelerate(RenameRule):
+class NeuronAcceleratorToAccelerate(StockClassRule):
     """NeuronAccelerator and its state singletons -> accelerate (>= 1.13 knows the neuron device)."""
 
     meta = RuleMeta(
@@ -46,11 +45,17 @@ class NeuronAcceleratorToAccelerate(RenameRule):
         ),
     )
     follow_up_todos = True
-    targets = ACCELERATE
-    calls, references = RenameRule.tables(ACCELERATE, "rename_call", methods=("_reset_state",))
+    rows = ROWS
+    row_methods = ("_reset_state",)
+
+    def apply_row(self, original, updated, qname):
+        """A call has its Neuron-only keywords edited; any other use is the row's plain rename."""
+        if isinstance(original, cst.Call):
+            return self.rename_call(original, updated, qname)
+        return answer_row(self, original, updated, qname)
 
     def rename_call(self, original, updated, qname):
-        target = self.targets[qname]
+        target = self.twins[qname]
         edits = ArgumentEdits()
         keywords = {arg.keyword.value: arg.value for arg in updated.args if arg.keyword}
         for name, value in keywords.items():

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from neuron_migrate.rules.base import SAFE, Edit, Example, register, RuleMeta
-from neuron_migrate.rules.optimum_training.common import DOCS_HF, DOCS_TRAINING_ARGS, PARSERS, TRIGGERS, RenameRule
+from neuron_migrate.rules.base import SAFE, Example, Rule, RuleMeta, register
+from neuron_migrate.rules.optimum_training.common import DOCS_HF, DOCS_TRAINING_ARGS, TRIGGERS
+from neuron_migrate.rules.tables.optimum_training import ROWS
 
 
 @register
-class NeuronHfArgumentParserToHfArgumentParser(RenameRule):
-    """NeuronHfArgumentParser only patched the Neuron dataclasses in; HfArgumentParser parses the stock ones."""
+class NeuronHfArgumentParserToHfArgumentParser(Rule):
+    """NeuronHfArgumentParser only patched the Neuron dataclasses in; HfArgumentParser parses the stock ones.
+    A plain rename: the rows answer every use."""
 
     meta = RuleMeta(
         "NM206",
@@ -25,9 +27,4 @@ class NeuronHfArgumentParserToHfArgumentParser(RenameRule):
             after=("from transformers import HfArgumentParser\n\nparser = HfArgumentParser((ScriptArguments,))\n"),
         ),
     )
-    targets = PARSERS
-    calls, references = RenameRule.tables(PARSERS, "rename_call")
-
-    def rename_call(self, original, updated, qname):
-        renamed = updated.with_changes(func=self.ctx.expr(self.stock_name(self.targets[qname])))
-        return Edit(renamed, message="NeuronHfArgumentParser -> transformers.HfArgumentParser")
+    rows = ROWS

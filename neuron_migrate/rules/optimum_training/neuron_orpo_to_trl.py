@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import libcst as cst
 
 from neuron_migrate.rules import hf_fields as hf
 from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, register
-from neuron_migrate.rules.optimum_training.common import (
-    DOCS_HF,
-    DOCS_ORPO,
-    ORPO_CONFIGS,
-    ORPO_TRAINERS,
-    REPORTED_DISAGREEMENTS,
-    STARTUP,
-    TRIGGERS,
-    ArgumentsRule,
-    Target,
-    TrainerRule,
-)
+from neuron_migrate.rules.optimum_training.arguments import ArgumentsRule
+from neuron_migrate.rules.optimum_training.classes import Target
+from neuron_migrate.rules.optimum_training.common import DOCS_HF, DOCS_ORPO, STARTUP, TRIGGERS
+from neuron_migrate.rules.optimum_training.stock_class import REPORTED_DISAGREEMENTS, TrainerRule
+from neuron_migrate.rules.tables.optimum_training import ROWS
 
 
 @register
@@ -53,13 +44,16 @@ class NeuronOrpoToTrl(ArgumentsRule, TrainerRule):
             ),
         ),
     )
-    targets: ClassVar[dict[str, Target]] = {**ORPO_TRAINERS, **ORPO_CONFIGS}
+    rows = ROWS
     current: cst.CSTNode | None = None
-    calls: ClassVar[dict[str, str]] = {
-        **{q: "trainer_call" for q in ORPO_TRAINERS},
-        **{q: "config_call" for q in ORPO_CONFIGS},
-    }
-    references: ClassVar[dict[str, str]] = {q: "rename_reference" for q in (*ORPO_TRAINERS, *ORPO_CONFIGS)}
+
+    def apply_row(self, original, updated, qname):
+        """The config's call gets the field map, the trainer's its trainer edits, any other use a rename."""
+        if not isinstance(original, cst.Call):
+            return self.rename_reference(original, updated, qname)
+        if self.twins[qname].owner:
+            return self.config_call(original, updated, qname)
+        return self.trainer_call(original, updated, qname)
 
     def stock_name(self, target: Target) -> str:
         return self.ctx.require_from_import(self.module_of(target), target.name)

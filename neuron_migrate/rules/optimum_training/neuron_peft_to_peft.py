@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from neuron_migrate.rules.base import SAFE, Edit, Example, register, RuleMeta
-from neuron_migrate.rules.optimum_training.common import DOCS_HF, DOCS_PEFT, PEFT, TRIGGERS, RenameRule
+from neuron_migrate.rules.base import SAFE, Example, RuleMeta, register
+from neuron_migrate.rules.optimum_training.common import DOCS_HF, DOCS_PEFT, TRIGGERS
+from neuron_migrate.rules.optimum_training.stock_class import StockClassRule
+from neuron_migrate.rules.tables.optimum_training import ROWS
 
 
 @register
-class NeuronPeftToPeft(RenameRule):
-    """optimum.neuron.peft wrapped PEFT for its parallel layers; stock PEFT works on TorchNeuron."""
+class NeuronPeftToPeft(StockClassRule):
+    """optimum.neuron.peft wrapped PEFT for its parallel layers; stock PEFT works on TorchNeuron. Its rows
+    rename every use; ``NeuronPeftModel.from_pretrained(...)`` renames the class of the call."""
 
     meta = RuleMeta(
         "NM208",
@@ -22,9 +25,5 @@ class NeuronPeftToPeft(RenameRule):
             after=("import peft\n\nmodel = peft.get_peft_model(model, lora_config)\n"),
         ),
     )
-    targets = PEFT
-    calls, references = RenameRule.tables(PEFT, "rename_call", methods=("from_pretrained",))
-
-    def rename_call(self, original, updated, qname):
-        message = f"{qname.rsplit('.', 1)[1]} -> peft.{self.targets[qname].name}"
-        return Edit(updated.with_changes(func=self.ctx.expr(self.stock_name(self.targets[qname]))), message=message)
+    rows = ROWS
+    row_methods = ("from_pretrained",)

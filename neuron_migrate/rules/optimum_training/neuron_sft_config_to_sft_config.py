@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, register
+from neuron_migrate.rules.optimum_training.arguments import ArgumentsRule
 from neuron_migrate.rules.optimum_training.common import (
     DOCS_COMPILE,
     DOCS_DISTRIBUTED_CONFIG,
     DOCS_SFT,
-    SFT_CONFIGS,
     STARTUP,
     TRIGGERS,
-    ArgumentsRule,
-    RenameRule,
 )
+from neuron_migrate.rules.tables.optimum_training import ROWS
 
 
 @register
@@ -50,5 +49,4 @@ class NeuronSFTConfigToSFTConfig(ArgumentsRule):
             ),
         ),
     )
-    targets = SFT_CONFIGS
-    calls, references = RenameRule.tables(SFT_CONFIGS, "rename_call")
+    rows = ROWS

@@ -3,15 +3,9 @@
 from __future__ import annotations
 
 from neuron_migrate.rules.base import SAFE, Example, RuleMeta, register
-from neuron_migrate.rules.optimum_training.common import (
-    DOCS_HF,
-    DOCS_SFT,
-    SFT_TRAINERS,
-    STARTUP,
-    TRIGGERS,
-    RenameRule,
-    TrainerRule,
-)
+from neuron_migrate.rules.optimum_training.common import DOCS_HF, DOCS_SFT, STARTUP, TRIGGERS
+from neuron_migrate.rules.optimum_training.stock_class import TrainerRule
+from neuron_migrate.rules.tables.optimum_training import ROWS
 
 
 @register
@@ -41,5 +35,4 @@ class NeuronSFTTrainerToSFTTrainer(TrainerRule):
             ),
         ),
     )
-    targets = SFT_TRAINERS
-    calls, references = RenameRule.tables(SFT_TRAINERS, "rename_call")
+    rows = ROWS

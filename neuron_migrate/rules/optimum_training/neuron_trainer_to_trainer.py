@@ -3,15 +3,9 @@
 from __future__ import annotations
 
 from neuron_migrate.rules.base import SAFE, Example, RuleMeta, register
-from neuron_migrate.rules.optimum_training.common import (
-    DOCS_FINE_TUNING,
-    DOCS_HF,
-    STARTUP,
-    TRAINERS,
-    TRIGGERS,
-    RenameRule,
-    TrainerRule,
-)
+from neuron_migrate.rules.optimum_training.common import DOCS_FINE_TUNING, DOCS_HF, STARTUP, TRIGGERS
+from neuron_migrate.rules.optimum_training.stock_class import TrainerRule
+from neuron_migrate.rules.tables.optimum_training import ROWS
 
 
 @register
@@ -45,5 +39,4 @@ class NeuronTrainerToTrainer(TrainerRule):
             ),
         ),
     )
-    targets = TRAINERS
-    calls, references = RenameRule.tables(TRAINERS, "rename_call")
+    rows = ROWS

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from neuron_migrate.rules.base import REVIEW, Example, RuleMeta, register
+from neuron_migrate.rules.optimum_training.arguments import ArgumentsRule
 from neuron_migrate.rules.optimum_training.common import (
-    ARGUMENTS,
     DOCS_COMPILE,
     DOCS_DISTRIBUTED_CONFIG,
     DOCS_TRAINING_ARGS,
     STARTUP,
     TRIGGERS,
-    ArgumentsRule,
-    RenameRule,
 )
+from neuron_migrate.rules.tables.optimum_training import ROWS
 
 
 @register
@@ -58,5 +57,4 @@ class NeuronTrainingArgumentsToTrainingArguments(ArgumentsRule):
         ),
     )
     follow_up_todos = True
-    targets = ARGUMENTS
-    calls, references = RenameRule.tables(ARGUMENTS, "rename_call")
+    rows = ROWS

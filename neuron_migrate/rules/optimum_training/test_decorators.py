@@ -6,13 +6,19 @@ import libcst as cst
 
 from neuron_migrate.migrate.context import code_of
 from neuron_migrate.rules.base import SAFE, Edit, Example, register, Rule, RuleMeta
-from neuron_migrate.rules.optimum_training.common import (
-    SKIP_DECORATOR,
-    SKIP_WHY,
-    TESTING_UTILS,
-    TEST_DECORATORS,
-    TRIGGERS,
-)
+from neuron_migrate.rules.optimum_names import optimum_names
+from neuron_migrate.rules.optimum_training.common import TRIGGERS
+
+# optimum.neuron.utils.testing_utils decorator -> the pytest mark it set besides skipping without Neuron
+TEST_DECORATORS = {"requires_neuronx": None, "is_trainium_test": "is_trainium_test",
+                   "is_inferentia_test": "is_inferentia_test", "slow": "slow"}  # fmt: skip
+TESTING_UTILS = {
+    qname: name
+    for name in TEST_DECORATORS
+    for qname in optimum_names(name, "utils.testing_utils", top_level=False)
+}
+SKIP_DECORATOR = "requires_neuron_device"
+SKIP_WHY = "optimum-neuron's test decorators skipped a test without a Neuron device; this one does the same"
 
 
 @register

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from neuron_migrate.rules.base import MANUAL, Example, Rule, RuleMeta, register
 from neuron_migrate.rules.optimum_names import with_methods
-from neuron_migrate.rules.optimum_training.common import (
-    DOCS_DISTRIBUTED,
-    DOCS_DISTRIBUTED_CONFIG,
-    TRIGGERS,
-    script_facts,
-)
+from neuron_migrate.rules.optimum_training.common import DOCS_DISTRIBUTED, DOCS_DISTRIBUTED_CONFIG, TRIGGERS
+from neuron_migrate.rules.optimum_training.script_scan import script_facts
 from neuron_migrate.rules.rows import answer_row
 from neuron_migrate.rules.tables.optimum_training import MODEL_CLASSES, ROWS
 

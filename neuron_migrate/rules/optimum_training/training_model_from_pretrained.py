@@ -8,19 +8,12 @@ import libcst as cst
 
 from neuron_migrate.rules.base import SAFE, Edit, Example, register, Rule, RuleMeta, StatementReplacement
 from neuron_migrate.rules.calls import new_keyword
-from neuron_migrate.rules.optimum_inference.common import stock_loading_args
-from neuron_migrate.rules.optimum_training.common import (
-    DOCS_DISTRIBUTED_CONFIG,
-    DOCS_FINE_TUNING,
-    FROM_PRETRAINED,
-    TRIGGERS,
-    TRN_CONFIG,
-    ZERO_1_AS_FSDP,
-    ZERO_1_WITH_PIPELINE,
-    _trn_config_arg,
-    fsdp_size_code,
-    script_facts,
-)
+from neuron_migrate.rules.optimum_inference.export_settings import stock_loading_args
+from neuron_migrate.rules.optimum_training.arguments import ZERO_1_AS_FSDP, ZERO_1_WITH_PIPELINE, fsdp_size_code
+from neuron_migrate.rules.optimum_training.classes import FROM_PRETRAINED, TRN_CONFIG
+from neuron_migrate.rules.optimum_training.common import DOCS_DISTRIBUTED_CONFIG, DOCS_FINE_TUNING, TRIGGERS
+from neuron_migrate.rules.optimum_training.script_facts import _trn_config_arg
+from neuron_migrate.rules.optimum_training.script_scan import script_facts
 from neuron_migrate.rules.xla_step.common import with_args
 
 

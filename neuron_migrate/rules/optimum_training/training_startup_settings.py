@@ -6,18 +6,16 @@ import libcst as cst
 
 from neuron_migrate.migrate.context import root_name
 from neuron_migrate.rules.base import SAFE, Example, Rule, RuleMeta, register
+from neuron_migrate.rules.optimum_training.classes import ARGUMENT_CLASSES, PARSER_NAMES, TRAINING_BUILDERS
 from neuron_migrate.rules.optimum_training.common import (
-    ARGUMENT_CLASSES,
     ASYNC_LOAD_WHY,
     DOCS_COMPILE,
     DOCS_FINE_TUNING,
     DYNAMIC_SHAPES_WHY,
-    PARSER_NAMES,
     STARTUP,
-    TRAINING_BUILDERS,
     TRIGGERS,
-    _callee_name,
 )
+from neuron_migrate.rules.optimum_training.script_facts import _callee_name
 
 
 @register

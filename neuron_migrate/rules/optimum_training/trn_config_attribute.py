@@ -7,13 +7,8 @@ import libcst as cst
 from neuron_migrate.migrate.context import code_of
 from neuron_migrate.rules import hf_fields as hf
 from neuron_migrate.rules.base import MANUAL, Example, Rule, RuleMeta, register
-from neuron_migrate.rules.optimum_training.common import (
-    DOCS_DISTRIBUTED,
-    DOCS_DISTRIBUTED_CONFIG,
-    STARTUP,
-    TRIGGERS,
-    script_facts,
-)
+from neuron_migrate.rules.optimum_training.common import DOCS_DISTRIBUTED, DOCS_DISTRIBUTED_CONFIG, STARTUP, TRIGGERS
+from neuron_migrate.rules.optimum_training.script_scan import script_facts
 
 
 @register

@@ -1,5 +1,5 @@
-"""optimum-neuron training-side names a table answers: training model classes used directly (NM212),
-model-parallel helpers (NM215), the
+"""optimum-neuron training-side names a table answers: the classes with a stock twin (NM201-NM208),
+training model classes used directly (NM212), model-parallel helpers (NM215), the
 get_model_param_count twin (NM220), patch_transformers_for_neuron_sdk (NM216) and the internal
 helpers of optimum.neuron.utils (NM229)."""
 
@@ -9,6 +9,76 @@ from neuron_migrate.rules.optimum_names import optimum_names, with_methods
 from neuron_migrate.rules.rows import Manual, Remove, Rename, Row, rows_for_names
 
 TRAINING_MODELS_PACKAGE = "models.training"
+
+
+def _stock_twin(rule: str, legacy: str, stock: str, *modules: str, top_level: bool = True) -> tuple[Row, ...]:
+    """Every import path of ``legacy`` renamed to the dotted ``stock`` name, imported from its module."""
+    rename = Rename(stock, note=f"{legacy} -> {stock}", from_import=True)
+    return rows_for_names(rule, optimum_names(legacy, *modules, top_level=top_level), rename)
+
+
+# optimum-neuron classes and functions with a stock twin. A rule whose call needs more than the new
+# name (keyword arguments to map) reads its twin from here; a plain rename is the row alone.
+STOCK_TWINS = (
+    *_stock_twin("NM201", "NeuronTrainer", "transformers.Trainer", "trainers", "trainers.transformers", "trainers.trainers"),
+    *_stock_twin("NM201", "Seq2SeqNeuronTrainer", "transformers.Seq2SeqTrainer", "trainers", "trainers.trainers"),
+    *_stock_twin(
+        "NM202",
+        "NeuronTrainingArguments",
+        "transformers.TrainingArguments",
+        "trainers",
+        "trainers.training_args",
+        "training_args",
+    ),
+    *_stock_twin("NM202", "Seq2SeqNeuronTrainingArguments", "transformers.Seq2SeqTrainingArguments", "training_args"),
+    *_stock_twin("NM203", "NeuronSFTTrainer", "trl.SFTTrainer", "trainers", "trainers.sft_trainer", "trainers.trainers"),
+    *_stock_twin(
+        "NM204",
+        "NeuronSFTConfig",
+        "trl.SFTConfig",
+        "trainers",
+        "trainers.sft_config",
+        "trainers.trl_utils",
+        "utils.trl_utils",
+    ),
+    # TRL 0.25 moved ORPO to trl.experimental.orpo; NM205 imports from plain trl where the installed TRL is older.
+    *_stock_twin(
+        "NM205",
+        "NeuronORPOTrainer",
+        "trl.experimental.orpo.ORPOTrainer",
+        "trainers",
+        "trainers.trainers",
+        "trainers.orpo_trainer",
+    ),
+    *_stock_twin(
+        "NM205",
+        "NeuronORPOConfig",
+        "trl.experimental.orpo.ORPOConfig",
+        "trainers",
+        "trainers.trl_utils",
+        "utils.trl_utils",
+    ),
+    *_stock_twin("NM206", "NeuronHfArgumentParser", "transformers.HfArgumentParser", "hf_argparser"),
+    *_stock_twin("NM207", "NeuronAccelerator", "accelerate.Accelerator", "accelerate", "accelerate.accelerator"),
+    *_stock_twin(
+        "NM207", "NeuronAcceleratorState", "accelerate.state.AcceleratorState", "accelerate", "accelerate.state"
+    ),
+    *_stock_twin("NM207", "NeuronPartialState", "accelerate.PartialState", "accelerate", "accelerate.state"),
+    *_stock_twin(
+        "NM208",
+        "get_peft_model",
+        "peft.get_peft_model",
+        "peft",
+        "peft.mapping_func",
+        "utils",
+        "utils.peft_utils",
+        top_level=False,
+    ),
+    *_stock_twin("NM208", "NeuronPeftModel", "peft.PeftModel", "peft", "peft.peft_model", top_level=False),
+    *_stock_twin(
+        "NM208", "NeuronPeftModelForCausalLM", "peft.PeftModelForCausalLM", "peft", "peft.peft_model", top_level=False
+    ),
+)
 
 # optimum.neuron.models.training: its model classes and their stock transformers counterparts.
 TRAINING_MODELS = {
@@ -223,6 +293,7 @@ def _utils_rows():
 
 
 ROWS = (
+    *STOCK_TWINS,
     *(
         Row(qname, "NM212", Manual(f"{qname.rsplit('.', 1)[1]} has no TorchNeuron counterpart: {step}"))
         for qname, step in _training_model_steps().items()
