@@ -424,6 +424,14 @@ def audit(
     max_file_size: MaxFileSize = None,
     max_file_seconds: MaxFileSeconds = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors and a one-line summary.")] = False,
+    model: Annotated[
+        Optional[list[str]],
+        typer.Option("--model", help="The readiness card of an architecture: a transformers model_type, a "
+                                     "config.json or a model folder (a tiny random model runs on neuron)."),
+    ] = None,
+    model_timeout: Annotated[
+        float, typer.Option("--model-timeout", min=1, help="Seconds a card may take before it is stopped.")
+    ] = 600,
 ) -> None:
     """Find what will recompile, break graphs or fall back on the native backend, and leftover legacy APIs.
 
@@ -434,6 +442,10 @@ def audit(
     from neuron_migrate.config import ConfigError, load_config
     from neuron_migrate.report.terminal import Terminal
 
+    if model:
+        if paths or run_script is not None or run_module is not None:
+            raise _fail("--model makes a card of its own: give no paths and no --run")
+        _audit_models(model, output_format, output, model_timeout, jobs)
     if update_baseline and baseline is None:
         raise _fail("--update-baseline needs --baseline FILE")
     runtime = run_script is not None or run_module is not None
@@ -499,6 +511,39 @@ def _run_analysis(report, script, module, args, steps, emulate_device, config):
     if outcome.exit_code:
         notes.append(f"the script exited with code {outcome.exit_code}")
     return report, notes, outcome.exit_code != 0
+
+
+MODEL_FORMATS = (AuditFormat.table, AuditFormat.json, AuditFormat.md)
+
+
+def _audit_models(specs, output_format, output, seconds, jobs) -> None:
+    """``audit --model``: one readiness card per architecture, each made in a process of its own."""
+    import json
+
+    from neuron_migrate.analyzers.models import NOT_READY_VERDICTS, cards_in_processes, check_spec, text
+
+    if output_format not in MODEL_FORMATS:
+        raise _fail("--model prints a card: --format table, json or md")
+    for spec in specs:
+        problem = check_spec(spec)
+        if problem:
+            raise _fail(problem)
+    _require_torch("audit --model")
+    if output is None and output_format is AuditFormat.table:
+        typer.echo(f"making the card of {', '.join(specs)}: a tiny model of each runs forward, generate and a "
+                   "compiled training step", err=True)
+    cards = cards_in_processes(specs, jobs or 1, seconds)
+    if output_format is AuditFormat.json:
+        body = json.dumps([c.to_dict() for c in cards] if len(cards) > 1 else cards[0].to_dict(), indent=2)
+    elif output_format is AuditFormat.md:
+        body = "\n".join(text.card_markdown(c) for c in cards)
+    else:
+        body = "\n\n".join(text.card_text(c) for c in cards)
+    if output is not None:
+        output.write_text(body.rstrip("\n") + "\n", encoding="utf-8")
+    else:
+        typer.echo(body.rstrip("\n"))
+    raise typer.Exit(1 if any(c.verdict in NOT_READY_VERDICTS for c in cards) else 0)
 
 
 def _module_exists(name: str) -> bool:

@@ -4,7 +4,8 @@ same fingerprint.
 
 Ids: NA1xx dynamic shapes, NA2xx data-dependent ops and host syncs, NA3xx custom or likely
 unsupported ops, NA4xx CUDA-only code, NA5xx runtime-only evidence (recompilations, graph breaks,
-shape signatures, CPU fallback). Sources are the TorchNeuron docs on torch.compile and static
+shape signatures, CPU fallback), NA6xx the readiness of the model architectures a project loads (from the
+shipped table of readiness cards, ``analyzers/models``). Sources are the TorchNeuron docs on torch.compile and static
 shapes, and PyTorch's own op tags.
 """
 
@@ -20,6 +21,7 @@ DOCS_BREAKS = "https://docs.pytorch.org/docs/stable/compile/programming_model.co
 DOCS_CACHE = "https://huggingface.co/docs/transformers/kv_cache"
 DOCS_ACCELERATOR = "https://docs.pytorch.org/docs/stable/accelerator.html"
 DOCS_CUSTOM_OPS = "https://docs.pytorch.org/tutorials/advanced/custom_ops_landing_page.html"
+DOCS_MODELS = "https://huggingface.co/docs/transformers/main/en/model_doc/auto"
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,18 @@ HAZARDS: dict[str, Hazard] = {
            "the analysed run raised an exception or exited with a non-zero status, so what it did not reach was "
            "not analysed and the program does not run as it is",
            "fix the error at this line (the last frame of your code in the traceback), then audit again", DOCS_EAGER),
+        # ----- model architectures (the shipped readiness cards) -----
+        _h("NA601", "architecture not ready on neuron", ERROR,
+           "the readiness card of this architecture failed a phase (forward, generate with a static cache, or a "
+           "compiled training step) on the neuron device",
+           "see the card: neuron-migrate audit --model <model_type or config.json>", DOCS_MODELS),
+        _h("NA602", "architecture runs on neuron with warnings", WARNING,
+           "the readiness card of this architecture ran, with graph breaks, recompiles, host syncs or ops only the "
+           "device can judge", "see the card: neuron-migrate audit --model <model_type or config.json>",
+           DOCS_MODELS),
+        _h("NA603", "architecture unknown offline", INFO,
+           "the model is named by a Hub id and no local config.json says its architecture",
+           "run neuron-migrate audit --model <config.json> on the model's config", DOCS_MODELS),
     )
 }
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-FAMILIES = ("shapes", "host_sync", "custom_ops", "cuda")
+FAMILIES = ("shapes", "host_sync", "custom_ops", "cuda", "models")
 
 
 def load_checks() -> None:

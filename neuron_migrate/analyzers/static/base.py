@@ -83,7 +83,7 @@ class FileScan:
         return self.step_depth > 0
 
     # ----- findings ----------------------------------------------------------------------------
-    def add(self, rule: str, node: ast.AST, detail: str = "") -> None:
+    def add(self, rule: str, node: ast.AST, detail: str = "", fix: str = "") -> None:
         line = getattr(node, "lineno", 1)
         column = getattr(node, "col_offset", 0)
         key = (rule, line, column)
@@ -104,7 +104,7 @@ class FileScan:
             applied=False,
             severity=hazard.severity,
             before=text,
-            fix=hazard.fix,
+            fix=fix or hazard.fix,
             evidence="static",
             fingerprint=audit_fingerprint(rule, self.path, text),
         )
@@ -172,8 +172,8 @@ class _Walker(ast.NodeVisitor):
 
     def _run_checks(self, node: ast.AST) -> None:
         for fn in CHECKS.get(type(node), ()):
-            for rule, target, detail in fn(self.scan, node):
-                self.scan.add(rule, target, detail)
+            for rule, target, detail, *fix in fn(self.scan, node):
+                self.scan.add(rule, target, detail, *fix)
 
     def _is_compile(self, decorator: ast.AST) -> bool:
         target = decorator.func if isinstance(decorator, ast.Call) else decorator

@@ -1,0 +1,370 @@
+"""The readiness card of one architecture: a tiny random model of it run on the neuron device (the emulator
+when there is no Trainium) through the three things users do, each under the runtime analyzer.
+
+- forward: one eager forward pass;
+- generate: ``generate()`` with a static cache; transformers compiles the decode step itself on neuron, the
+  prefill runs eager; graphs and recompiles are counted;
+- train: the model compiled with the neuron backend (``automatic_dynamic_shapes`` off), two optimizer steps of
+  equal shapes: graph breaks with their reasons, recompiles, data-dependent ops and host syncs.
+
+The verdict: *ready* when every phase ran, decode compiled to graphs without a recompile and the training step
+compiled without a graph break or recompile; *ready with warnings* when everything ran but one of these did
+not hold; *not checked without the device* when a phase stopped on an op the emulator's CPU has no kernel for
+(only the device can say whether it has one); *not ready* when a phase failed otherwise or the model holds a
+dtype the device refuses; *not built* when no tiny model of the architecture could be made (the reason is the
+card's only problem).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+
+from neuron_migrate.analyzers.models.model import (
+    NO_DEVICE_NOTE,
+    ONLY_THE_DEVICE,
+    REFUSED_DTYPES,
+    UNCHECKED_SEVERITY,
+    Card,
+    Problem,
+    verdict,
+)
+from neuron_migrate.analyzers.models.tiny import Spec, TinyConfigError, tiny_config
+
+PROMPT_TOKENS = 16
+NEW_TOKENS = 24
+TRAIN_STEPS = 2
+MAX_PARAMETERS = 40_000_000  # a "tiny" model above this is a config field the shrinking missed
+
+def build_card(spec: Spec) -> Card:
+    """Run the card of ``spec`` in this process (the emulator is activated when there is no real device)."""
+    started = time.perf_counter()
+    card = Card(architecture=spec.model_type, source=spec.source)
+    try:
+        _run(card, spec)
+    finally:
+        card.seconds = round(time.perf_counter() - started, 1)
+        card.verdict = verdict(card)
+    return card
+
+
+def _run(card: Card, spec: Spec) -> None:
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    from neuron_migrate.analyzers import emulator
+
+    real = emulator.real_torch_neuronx()
+    if real is None:
+        emulator.activate(banner=False)
+        card.notes.append(NO_DEVICE_NOTE)
+    card.device = "neuron" if real else "neuron (emulated on CPU)"
+    import torch
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    card.versions = {"transformers": transformers.__version__, "torch": torch.__version__.split("+")[0]}
+    if spec.folder:
+        _MODEL_CODE.append(spec.folder)
+    model = _build(card, spec)
+    if model is None:
+        return
+    if real is None:
+        _stand_in_cpu_gaps(card)
+    _check_dtypes(card, model)
+    ids = torch.randint(3, min(model.config.get_text_config().vocab_size, 500), (1, PROMPT_TOKENS),
+                        generator=torch.Generator().manual_seed(0)).to("neuron")
+    card.generates = _can_generate(model)
+    ran = _forward(card, model, ids)
+    if any(p.phase == "build" for p in card.problems):
+        return  # the tiny model is broken on the CPU too: the rest would only repeat it
+    if ran and card.generates:
+        _generate(card, model, ids)
+    _train(card, model, ids)
+
+
+def _build(card: Card, spec: Spec):
+    import torch
+
+    try:
+        config = tiny_config(spec)
+        auto = auto_class(config)
+        remote = {"trust_remote_code": True} if spec.folder else {}  # the user's own modeling code, on disk
+        with torch.device("meta"):
+            shape = auto.from_config(config, **remote)
+        card.parameters = sum(p.numel() for p in shape.parameters())
+        if card.parameters > MAX_PARAMETERS:
+            raise TinyConfigError(f"the tiny config still has {card.parameters:,} parameters: a size field of "
+                                  f"{type(config).__name__} is not shrunk yet")
+        torch.manual_seed(0)
+        model = auto.from_config(config, **remote)
+    except Exception as exc:  # noqa: BLE001 - whatever stops the build is the card's answer
+        message = str(exc) if isinstance(exc, TinyConfigError) else f"the tiny model cannot be built: {_line(exc)}"
+        card.problems.append(Problem("build", "error", message, where=_where_of(exc)))
+        return None
+    card.model_class = type(model).__name__
+    try:
+        return model.to("neuron").eval()
+    except Exception as exc:  # noqa: BLE001
+        card.problems.append(Problem("forward", "error", f"moving the model to neuron failed: {_line(exc)}",
+                                     where=_where_of(exc)))
+        return None
+
+
+# the model heads a card is made with, in this order: the first whose mapping knows the architecture
+HEADS = ("AutoModelForCausalLM", "AutoModelForSeq2SeqLM", "AutoModelForMaskedLM")
+
+
+def auto_class(config):
+    """The transformers auto class that builds a trainable language-model head for ``config``."""
+    import transformers
+
+    for name in HEADS:
+        auto = getattr(transformers, name)
+        if type(config) in auto._model_mapping or _remote_class(config, name):
+            return auto
+    raise TinyConfigError(f"{type(config).__name__} has no causal LM, seq2seq LM or masked LM head in transformers")
+
+
+def _remote_class(config, name: str) -> bool:
+    return name in (getattr(config, "auto_map", None) or {})
+
+
+def _check_dtypes(card: Card, model) -> None:
+    seen = {str(t.dtype) for t in [*model.parameters(), *model.buffers()]}
+    for dtype in sorted(seen & REFUSED_DTYPES.keys()):
+        card.problems.append(Problem("dtypes", "error", f"the model holds {dtype.replace('torch.', '')} tensors",
+                                     fix=REFUSED_DTYPES[dtype]))
+
+
+def _forward(card: Card, model, ids) -> bool:
+    import torch
+
+    with _watch() as watch, torch.no_grad():
+        try:
+            model(input_ids=ids, **_decoder_inputs(model, ids))
+        except Exception as exc:  # noqa: BLE001
+            card.problems.append(_failure("forward", "the forward pass failed", exc, cpu_check=model))
+            return False
+    _add_findings(card, "forward", watch)
+    return True
+
+
+def _decoder_inputs(model, ids) -> dict:
+    """An encoder-decoder's forward needs the decoder's tokens too (training derives them from the labels)."""
+    return {"decoder_input_ids": ids} if getattr(model.config, "is_encoder_decoder", False) else {}
+
+
+def _can_generate(model) -> bool:
+    return callable(getattr(model, "generate", None)) and getattr(model, "can_generate", lambda: False)()
+
+
+def _generate(card: Card, model, ids) -> None:
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    with _watch() as watch:
+        try:
+            model.generate(ids, max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False,
+                           cache_implementation="static", attention_mask=torch.ones_like(ids))
+        except Exception as exc:  # noqa: BLE001
+            card.problems.append(_failure("generate", "generate() with a static cache failed", exc,
+                                          fix=_static_cache_fix(exc)))
+            return
+    summary = watch.summary()
+    card.decode_graphs, card.generate_recompiles = summary.graphs, summary.recompiles
+    if not summary.graphs:
+        card.problems.append(Problem("generate", "warning", "transformers did not compile the decode step: "
+                                     "every token runs eager", fix=_no_compile_fix(model)))
+    _add_findings(card, "generate", watch)
+
+
+def _train(card: Card, model, ids) -> None:
+    import torch
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    compiled = torch.compile(model, backend="neuron")
+    with _watch(TRAIN_STEPS) as watch:
+        try:
+            for _ in range(TRAIN_STEPS):
+                loss = compiled(input_ids=ids, labels=ids).loss
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+        except Exception as exc:  # noqa: BLE001
+            card.problems.append(_failure("train", "the compiled training step failed", exc))
+            return
+    summary = watch.summary()
+    card.train_graphs, card.train_graph_breaks = summary.graphs, summary.graph_breaks
+    card.train_recompiles = summary.recompiles
+    _add_findings(card, "train", watch)
+
+
+# what each runtime finding means for a card: phase-independent severity and, for the generation loop's own host
+# syncs, that they are expected (the stopping criteria read a value per token)
+SEVERITY = {"NA501": "warning", "NA502": "warning", "NA503": "warning", "NA504": "warning", "NA505": "warning",
+            "NA506": "warning", "NA507": "error"}
+GENERATION_LOOP = ("transformers/generation/",)
+
+
+def _add_findings(card: Card, phase: str, watch) -> None:
+    for finding in watch.findings():
+        where = _relative(finding.path, finding.span.line)
+        syncs = finding.rule.startswith("NA2") or finding.rule == "NA504"
+        if syncs and phase == "generate" and where.startswith(GENERATION_LOOP):
+            continue  # generate()'s own per-token checks, on every architecture alike
+        if syncs:
+            card.host_syncs += 1
+        card.problems.append(Problem(phase, SEVERITY.get(finding.rule, "warning"), finding.message, where=where,
+                                     fix=finding.fix, rule=finding.rule))
+
+
+def _stand_in_cpu_gaps(card: Card) -> None:
+    """Ops the CPU has no kernel for, with the dtypes transformers picks for the neuron device, are run in a
+    dtype the CPU has, once noted as unchecked: the run goes on, so the card still shows everything after them
+    (transformers' MoE layers count tokens per expert with ``torch.histc`` on integers on every device but the
+    CPU and MPS)."""
+    import torch
+
+    histc = torch.histc
+
+    def histc_on_the_cpu(input, *args, **kwargs):
+        if input.device.type == "neuron" and not input.is_floating_point():
+            if not any(p.what.startswith(HISTC_GAP) for p in card.problems):
+                card.problems.append(Problem("forward", UNCHECKED_SEVERITY, f"{HISTC_GAP} {input.dtype}",
+                                             where=_caller_in_transformers(), fix=ONLY_THE_DEVICE))
+            return histc(input.float(), *args, **kwargs).to(input.dtype)
+        return histc(input, *args, **kwargs)
+
+    torch.histc = histc_on_the_cpu
+
+
+HISTC_GAP = "torch.histc on integers, which the CPU cannot run, was run in float32 here: input"
+
+
+def _caller_in_transformers() -> str:
+    import traceback
+
+    frames = [f for f in traceback.extract_stack()[:-2] if f"{os.sep}transformers{os.sep}" in f.filename]
+    return _relative(frames[-1].filename, frames[-1].lineno or 0) if frames else ""
+
+
+def _failure(phase: str, what: str, exc: BaseException, fix: str = "", cpu_check=None) -> Problem:
+    """A phase that raised: an op the emulator's CPU has no kernel for is the device's to judge, not an error;
+    a forward pass that fails the same way on the CPU says nothing of the device: the tiny model itself is
+    broken (a size the shrinking left inconsistent, or a config transformers cannot run), and no card is made."""
+    if _cpu_kernel_missing(exc):
+        return Problem(phase, UNCHECKED_SEVERITY, f"{what}: {_line(_root(exc))}", where=_where_of(exc),
+                       fix=ONLY_THE_DEVICE)
+    if cpu_check is not None and _fails_on_the_cpu(cpu_check):
+        return Problem("build", "error", f"the tiny model fails on the CPU too, so no card is made: {_line(exc)}",
+                       where=_where_of(exc))
+    return Problem(phase, "error", f"{what}: {_line(exc)}", where=_where_of(exc), fix=fix)
+
+
+def _fails_on_the_cpu(model) -> bool:
+    import copy
+
+    import torch
+
+    try:
+        twin = copy.deepcopy(model).to("cpu")
+        ids = torch.randint(3, 500, (1, PROMPT_TOKENS), generator=torch.Generator().manual_seed(0)) % min(
+            model.config.get_text_config().vocab_size, 500)
+        with torch.no_grad():
+            twin(input_ids=ids, **_decoder_inputs(twin, ids))
+    except Exception:  # noqa: BLE001 - any failure on the CPU is the answer
+        return True
+    return False
+
+
+def _cpu_kernel_missing(exc: BaseException) -> bool:
+    text = " ".join(str(e) for e in _chain(exc))
+    return bool(re.search(r'"\w+_cpu" not implemented for|not implemented for \'\w+\' on CPU|'
+                          r"Could not run '[\w:.]+' with arguments from the 'CPU' backend", text))
+
+
+def _chain(exc: BaseException):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def _root(exc: BaseException) -> BaseException:
+    return next((e for e in _chain(exc) if _cpu_kernel_missing_text(str(e))), exc)
+
+
+def _cpu_kernel_missing_text(text: str) -> bool:
+    return "not implemented for" in text or "'CPU' backend" in text
+
+
+def _watch(steps: int = 1):
+    import transformers
+
+    from neuron_migrate.analyzers.runtime.session import Watch
+
+    return Watch(steps, user_roots=[os.path.dirname(transformers.__file__), *_MODEL_CODE, *_code_copies()])
+
+
+def _code_copies() -> list[str]:
+    """Where transformers imports a model folder's own code from (a copy in its modules cache)."""
+    if not _MODEL_CODE:
+        return []
+    from transformers.utils import HF_MODULES_CACHE
+
+    return [str(HF_MODULES_CACHE)]
+
+
+_MODEL_CODE: list[str] = []  # the folder of a model with its own modeling code, whose lines the card names
+
+
+def _relative(path: str, line: int) -> str:
+    marker = f"{os.sep}transformers{os.sep}"
+    text = path.replace(os.sep, "/")
+    copy = f"{os.sep}transformers_modules{os.sep}"
+    if _MODEL_CODE and copy in path:  # the model folder's own file, as transformers copied it
+        text = f"{os.path.basename(_MODEL_CODE[0])}/{os.path.basename(path)}"
+    elif marker in path:
+        text = "transformers/" + path.split(marker, 1)[1].replace(os.sep, "/")
+    return f"{text}:{line}" if line else text
+
+
+def _where_of(exc: BaseException) -> str:
+    """The innermost frame of transformers' code in the exception's traceback."""
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if f"{os.sep}transformers{os.sep}" in f.filename or f"{os.sep}transformers_modules{os.sep}" in f.filename]
+    return _relative(frames[-1].filename, frames[-1].lineno or 0) if frames else ""
+
+
+def _static_cache_fix(exc: BaseException) -> str:
+    text = str(exc).lower()
+    if "static" in text or "cache" in text:
+        return ("this architecture has no static cache in this transformers: generate with a fixed "
+                "max_length and padding to it, or keep decoding eager")
+    return ""
+
+
+def _no_compile_fix(model) -> str:
+    if not getattr(model, "_can_compile_fullgraph", True):
+        return (f"{type(model).__name__} declares it cannot compile a full graph: decode with "
+                "torch.compile(model.forward, backend=\"neuron\") and expect graph breaks")
+    return 'pass generation_config.compile_config, or compile model.forward with backend="neuron"'
+
+
+def _line(exc: BaseException) -> str:
+    """The exception in one line: its first line, and for dynamo's wrappers the error they wrap."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    text = f"{type(exc).__name__}: {lines[0] if lines else ''}"
+    inner = next((line for line in lines[1:] if re.match(r"\w+(Error|Exception): ", line)), "")
+    cause = next((e for e in _chain(exc) if e is not exc), None)
+    if not inner and cause is not None:
+        inner = f"{type(cause).__name__}: {str(cause).strip().splitlines()[0] if str(cause).strip() else ''}"
+    return (f"{text} ({inner})" if inner and inner not in text else text)[:400]

@@ -1,0 +1,59 @@
+"""A card for the terminal and for Markdown."""
+
+from __future__ import annotations
+
+from neuron_migrate.analyzers.models.model import Card, Problem
+
+
+def card_text(card: Card) -> str:
+    size = f", {card.parameters:,} parameters" if card.parameters else ""
+    lines = [f"{card.source} ({card.model_class or 'no model'}{size}): {card.verdict}"]
+    lines += [f"  {name:<9} {text}" for name, text in _phases(card)]
+    for problem in card.problems:
+        lines += _problem_lines(problem)
+    lines += [f"  note: {note}" for note in card.notes]
+    versions = ", ".join(f"{k} {v}" for k, v in card.versions.items())
+    lines.append(f"  {card.seconds:.1f} s on {card.device or 'no device'}" + (f"; {versions}" if versions else ""))
+    return "\n".join(lines)
+
+
+def _phases(card: Card) -> list[tuple[str, str]]:
+    if card.decode_graphs is None and card.train_graphs is None:
+        return []
+    phases = []
+    if card.decode_graphs is not None:
+        phases.append(("generate", f"static cache: {_n(card.decode_graphs, 'decode graph')}, "
+                                   f"{_n(card.generate_recompiles or 0, 'recompile')}; the prefill runs eager"))
+    if card.train_graphs is not None:
+        phases.append(("train", f"compiled: {_n(card.train_graphs, 'graph')}, "
+                                f"{_n(card.train_graph_breaks or 0, 'graph break')}, "
+                                f"{_n(card.train_recompiles or 0, 'recompile')} over 2 steps of equal shapes"))
+    return phases
+
+
+def _problem_lines(problem: Problem) -> list[str]:
+    where = f" {problem.where}" if problem.where else ""
+    lines = [f"  {problem.severity} [{problem.phase}]{where}: {problem.what}"]
+    if problem.fix:
+        lines.append(f"      fix: {problem.fix}")
+    return lines
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def card_markdown(card: Card) -> str:
+    lines = [f"## {card.source}: {card.verdict}", "",
+             f"`{card.model_class}`, {card.parameters:,} parameters (tiny), {card.seconds:.1f} s on {card.device}.", ""]
+    lines += [f"- {name}: {text}" for name, text in _phases(card)]
+    if card.problems:
+        lines += ["", "| severity | phase | where | problem | fix |", "|---|---|---|---|---|"]
+        lines += [f"| {p.severity} | {p.phase} | `{p.where}` | {_cell(p.what)} | {_cell(p.fix)} |"
+                  for p in card.problems]
+    lines += [""] + [f"> {note}" for note in card.notes]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
