@@ -1,6 +1,7 @@
-"""Overhead of the emulated neuron device over plain CPU: tiny Llama (hidden 64, 2 layers) forward+backward.
+"""Overhead of the emulated neuron device over plain CPU: a Llama forward+backward, tiny (hidden 64, 2 layers,
+the size of a readiness card's model) or large enough that compute dominates (hidden 1024, 8 layers).
 
-    python benchmarks/bench_emulator.py [--repeats 30] [--breakdown] [--profile]
+    python benchmarks/bench_emulator.py [--size tiny|large] [--repeats 30] [--breakdown] [--profile]
 
 Steps on cpu and on neuron alternate, so both see the same machine load, and each is timed in CPU seconds of
 the process (the backward pass of a neuron tensor runs on the autograd engine's device thread, which
@@ -21,13 +22,19 @@ import torch
 clock = time.process_time
 
 
-def tiny_llama():
+SIZES = {  # name: (config fields, batch, sequence)
+    "tiny": (dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, max_position_embeddings=128), 2, 32),
+    "large": (dict(vocab_size=8192, hidden_size=1024, intermediate_size=2816, num_hidden_layers=8,
+                   num_attention_heads=16, num_key_value_heads=4, max_position_embeddings=512), 1, 128),
+}
+
+
+def llama(size: str):
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    config = LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)
     torch.manual_seed(0)
-    return LlamaForCausalLM(config)
+    return LlamaForCausalLM(LlamaConfig(**SIZES[size][0]))
 
 
 def phases(model, ids):
@@ -117,6 +124,7 @@ def op_path():
 
 def main():
     parser = argparse.ArgumentParser()
+    parser.add_argument("--size", choices=sorted(SIZES), default="tiny")
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--breakdown", action="store_true")
     parser.add_argument("--profile", action="store_true")
@@ -125,13 +133,14 @@ def main():
     from neuron_migrate.analyzers.emulator import activate
 
     activate(banner=False)
-    ids = torch.randint(0, 256, (2, 32), generator=torch.Generator().manual_seed(0))
-    models = {"cpu": (tiny_llama(), ids), "neuron": (tiny_llama().to("neuron"), ids.to("neuron"))}
+    fields, batch, sequence = SIZES[args.size]
+    ids = torch.randint(0, 256, (batch, sequence), generator=torch.Generator().manual_seed(0))
+    models = {"cpu": (llama(args.size), ids), "neuron": (llama(args.size).to("neuron"), ids.to("neuron"))}
     times = paired({name: (lambda m=m, i=i: phases(m, i)) for name, (m, i) in models.items()}, args.repeats)
     steps = {name: [f + b for f, b in pairs] for name, pairs in times.items()}
     cpu, neuron = statistics.median(steps["cpu"]), statistics.median(steps["neuron"])
     ratio = statistics.median(n / c for n, c in zip(steps["neuron"], steps["cpu"]))
-    print(f"tiny Llama fwd+bwd  cpu {cpu * 1e3:.2f} ms  neuron {neuron * 1e3:.2f} ms  overhead {ratio:.1f}x")
+    print(f"{args.size} Llama fwd+bwd  cpu {cpu * 1e3:.2f} ms  neuron {neuron * 1e3:.2f} ms  overhead {ratio:.2f}x")
     ops = {name: count_ops(m, i) for name, (m, i) in models.items()}
     print(f"aten ops per step   cpu {sum(ops['cpu'])}  neuron {sum(ops['neuron'])}")
     if args.breakdown:

@@ -513,7 +513,7 @@ def _run_analysis(report, script, module, args, steps, emulate_device, config):
     return report, notes, outcome.exit_code != 0
 
 
-MODEL_FORMATS = (AuditFormat.table, AuditFormat.json, AuditFormat.md)
+MODEL_FORMATS = (AuditFormat.table, AuditFormat.json, AuditFormat.md, AuditFormat.html)
 
 
 def _audit_models(specs, output_format, output, seconds, jobs) -> None:
@@ -523,7 +523,7 @@ def _audit_models(specs, output_format, output, seconds, jobs) -> None:
     from neuron_migrate.analyzers.models import NOT_READY_VERDICTS, cards_in_processes, check_spec, text
 
     if output_format not in MODEL_FORMATS:
-        raise _fail("--model prints a card: --format table, json or md")
+        raise _fail("--model prints a card: --format table, json, md or html")
     for spec in specs:
         problem = check_spec(spec)
         if problem:
@@ -537,6 +537,8 @@ def _audit_models(specs, output_format, output, seconds, jobs) -> None:
         body = json.dumps([c.to_dict() for c in cards] if len(cards) > 1 else cards[0].to_dict(), indent=2)
     elif output_format is AuditFormat.md:
         body = "\n".join(text.card_markdown(c) for c in cards)
+    elif output_format is AuditFormat.html:
+        body = text.cards_html(cards)
     else:
         body = "\n\n".join(text.card_text(c) for c in cards)
     if output is not None:

@@ -23,7 +23,7 @@ from neuron_migrate.analyzers.models.model import (
     verdict,
 )
 from neuron_migrate.analyzers.models.table import headline, markdown, row
-from neuron_migrate.analyzers.models.text import card_markdown, card_text
+from neuron_migrate.analyzers.models.text import card_markdown, card_text, cards_html
 from neuron_migrate.cli import app
 
 PLANTED = ROOT / "tests" / "models" / "planted"
@@ -97,6 +97,9 @@ def test_a_card_reads_back_what_it_wrote_and_renders():
     assert text.splitlines()[0] == "x (XForCausalLM, 1,234 parameters): ready with warnings"
     assert "  warning [train] transformers/a.py:3: graph break: x" in text and "      fix: do y" in text
     assert "| warning | train | `transformers/a.py:3` | graph break: x | do y |" in card_markdown(again)
+    page = cards_html([again, _card(source="<b>", verdict=READY)])
+    assert '<td class="warning">warning</td><td>train</td><td><code>transformers/a.py:3</code></td>' in page
+    assert "&lt;b&gt;: ready" in page and "<b>" not in page, "what the user named is escaped"
 
 
 def test_the_table_page_has_its_headline_and_one_row_per_architecture():
@@ -154,7 +157,7 @@ def test_the_static_audit_reports_the_architectures_a_project_loads(audit, tmp_p
 @pytest.mark.parametrize("args, error", [
     (["--model", "no_such_architecture"], "'no_such_architecture' is not a model_type of transformers"),
     (["--model", "missing/config.json"], "cannot read the config"),
-    (["--model", "llama", "--format", "sarif"], "--model prints a card: --format table, json or md"),
+    (["--model", "llama", "--format", "sarif"], "--model prints a card: --format table, json, md or html"),
     (["--model", "llama", "src"], "--model makes a card of its own: give no paths and no --run"),
 ])
 def test_audit_model_usage_errors_exit_2(audit, args, error):

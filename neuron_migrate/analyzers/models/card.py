@@ -260,10 +260,32 @@ def _failure(phase: str, what: str, exc: BaseException, fix: str = "", cpu_check
     if _cpu_kernel_missing(exc):
         return Problem(phase, UNCHECKED_SEVERITY, f"{what}: {_line(_root(exc))}", where=_where_of(exc),
                        fix=ONLY_THE_DEVICE)
+    if _emulator_trace_limit(exc):
+        return Problem(phase, UNCHECKED_SEVERITY, f"{what}: {EMULATOR_TRACE_LIMIT}", where=_traced_line(exc),
+                       fix="make the card on a Trainium host")
     if cpu_check is not None and _fails_on_the_cpu(cpu_check):
         return Problem("build", "error", f"the tiny model fails on the CPU too, so no card is made: {_line(exc)}",
                        where=_where_of(exc))
     return Problem(phase, "error", f"{what}: {_line(exc)}", where=_where_of(exc), fix=fix)
+
+
+# torch.compile traces with fake tensors; a constant moved to the emulated device there (``torch.tensor(0).to(
+# device)``, as transformers' caches and masks do) trips fake-tensor constant propagation on the emulator's wrapper
+# tensors, where a device backend's own tensors would not: the emulator cannot say what the device does
+EMULATOR_TRACE_LIMIT = ("the emulator cannot trace a constant moved to the neuron device under torch.compile (a "
+                        "limit of the emulator's device tensors, not known of the device)")
+
+
+def _emulator_trace_limit(exc: BaseException) -> bool:
+    text = str(exc)
+    return "when making fake tensor call" in text and "device(type='neuron'" in text and "with a constant" in text
+
+
+def _traced_line(exc: BaseException) -> str:
+    """The innermost transformers line of dynamo's "from user code" trace in the message."""
+    found = re.findall(r'File "([^"]+)", line (\d+)', str(exc))
+    inside = [(f, int(n)) for f, n in found if f"{os.sep}transformers{os.sep}" in f]
+    return _relative(*inside[-1]) if inside else ""
 
 
 def _fails_on_the_cpu(model) -> bool:

@@ -1,6 +1,8 @@
-"""A card for the terminal and for Markdown."""
+"""A card for the terminal, for Markdown and as an HTML page."""
 
 from __future__ import annotations
+
+import html
 
 from neuron_migrate.analyzers.models.model import Card, Problem
 
@@ -57,3 +59,29 @@ def card_markdown(card: Card) -> str:
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+STYLE = ("body{font:14px/1.45 system-ui,sans-serif;margin:2em;max-width:72em}table{border-collapse:collapse}"
+         "td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}"
+         ".error{color:#b00}.warning{color:#a60}.unchecked{color:#06a}code{font-size:90%}")
+
+
+def cards_html(cards: list[Card]) -> str:
+    """The cards as one self-contained page (no scripts, no external files)."""
+    body = "".join(_card_html(card) for card in cards)
+    return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>Model readiness</title>"
+            f"<style>{STYLE}</style></head><body><h1>Model readiness on the neuron device</h1>{body}</body></html>\n")
+
+
+def _card_html(card: Card) -> str:
+    e = html.escape
+    phases = "".join(f"<li>{e(name)}: {e(text)}</li>" for name, text in _phases(card))
+    rows = "".join(f"<tr><td class=\"{e(p.severity)}\">{e(p.severity)}</td><td>{e(p.phase)}</td>"
+                   f"<td><code>{e(p.where)}</code></td><td>{e(p.what)}</td><td>{e(p.fix)}</td></tr>"
+                   for p in card.problems)
+    table = (f"<table><tr><th>severity</th><th>phase</th><th>where</th><th>problem</th><th>fix</th></tr>{rows}"
+             f"</table>") if rows else ""
+    notes = "".join(f"<p><em>{e(note)}</em></p>" for note in card.notes)
+    return (f"<section><h2>{e(card.source)}: {e(card.verdict)}</h2><p><code>{e(card.model_class)}</code>, "
+            f"{card.parameters:,} parameters (tiny), {card.seconds:.1f} s on {e(card.device)}</p>"
+            f"<ul>{phases}</ul>{table}{notes}</section>")
