@@ -93,14 +93,15 @@ class _FileEdit:
         return change
 
     def apply(self, change: Change, requirement: Requirement, span: Span, after: tuple[str, ...]) -> list[str]:
-        """Record an applied change; the marker comments (without '# ') to put above it."""
-        self.changed = True
+        """Record a change (applied unless it keeps the requirement); the marker comments (without '# ') to put
+        above it."""
+        self.changed = self.changed or not change.kept
         marker = self.reporter.report(
             self.metas[change.rule],
             span,
             change.message,
             change.safety,
-            applied=True,
+            applied=not change.kept,
             before=requirement.written,
             after="\n".join(after),
             fix="" if change.safety == SAFE else change.marker,
@@ -263,6 +264,9 @@ def _migrate_entry(entry: _Entry, stack: Stack, state: _FileEdit, lines: list[st
     suffix = first.body[requirement.end : requirement.marker_end]
     after = tuple(r + suffix for r in change.replacement)
     markers = state.apply(change, requirement, entry.span(), after)
+    if change.kept:
+        head = _marker_lines(markers, entry.marker_indent, _comments_above(lines, entry.first), state.no_comments)
+        return [line + nl for line in head] + [p.text() for p in entry.pieces] if head else None
     hashed = any("--hash" in p.body for p in entry.pieces)
     if hashed and change.replacement:
         markers += state.mark("requirement-hashes", entry.lines, entry.span(), entry.before()) or []

@@ -20,6 +20,7 @@ from neuron_migrate.migrate.shell import WORD, Command, ShellEdits, ShellScript
 from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, RuleMeta, all_rules, rule_with_role
 from neuron_migrate.rules.requirements import (
     INDEX_MARKER,
+    PACKAGE_PREFIXES,
     PACKAGES,
     Change,
     Requirement,
@@ -112,7 +113,7 @@ def _index_rule() -> str:
 
 
 def _rule_metas() -> dict[str, RuleMeta]:
-    ids = {package.rule for package in PACKAGES.values()} | {_index_rule()}
+    ids = {package.rule for package in (*PACKAGES.values(), *PACKAGE_PREFIXES.values())} | {_index_rule()}
     return {rule.meta.id: rule.meta for rule in all_rules() if rule.meta.id in ids}
 
 
@@ -140,6 +141,10 @@ def _migrate_install(command: Command, first: int, ctx: ShellEdits, metas: dict[
             change = None
         if change is None:
             kept = True
+            continue
+        if change.kept:
+            kept = True
+            ctx.manual(metas[change.rule], item.start, item.end, change.message, command.start)
             continue
         changed = True
         marker = package.text[package.requirement.end : package.requirement.marker_end]

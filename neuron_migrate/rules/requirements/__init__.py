@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from neuron_migrate.rules.requirements.common import (
     INDEX_MARKER,
+    PACKAGE_PREFIXES,
     PACKAGES,
     Change,
     Requirement,
@@ -34,6 +35,7 @@ from neuron_migrate.rules.requirements.common import (
 __all__ = [
     "Change",
     "INDEX_MARKER",
+    "PACKAGE_PREFIXES",
     "PACKAGES",
     "Requirement",
     "Stack",
