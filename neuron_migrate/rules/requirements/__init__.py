@@ -17,6 +17,8 @@ Face path is stock Transformers 5 / TRL / PEFT / Accelerate 1.13+ / Diffusers.
 from __future__ import annotations
 
 from neuron_migrate.rules.requirements.common import (
+    CUDA_BUILD_REVIEW,
+    CUDA_INDEX_RULE,
     INDEX_MARKER,
     PACKAGE_PREFIXES,
     PACKAGES,
@@ -25,6 +27,7 @@ from neuron_migrate.rules.requirements.common import (
     Stack,
     capped_below,
     conda_requirement,
+    cuda_index,
     is_neuron_index,
     migrate_requirement,
     parse_requirement,
@@ -33,6 +36,8 @@ from neuron_migrate.rules.requirements.common import (
 )
 
 __all__ = [
+    "CUDA_BUILD_REVIEW",
+    "CUDA_INDEX_RULE",
     "Change",
     "INDEX_MARKER",
     "PACKAGE_PREFIXES",
@@ -41,6 +46,7 @@ __all__ = [
     "Stack",
     "capped_below",
     "conda_requirement",
+    "cuda_index",
     "is_neuron_index",
     "migrate_requirement",
     "parse_requirement",

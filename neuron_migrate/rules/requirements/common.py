@@ -467,6 +467,10 @@ class Stack:
     def wants(self, rule_id: str) -> bool:
         return self.selected is None or rule_id in self.selected
 
+    def wants_cuda(self, rule_id: str) -> bool:
+        """A --from cuda rule runs only when the run selected it by name (never by "every rule")."""
+        return self.selected is not None and rule_id in self.selected
+
 
 def package_of(requirement: Requirement) -> Package | None:
     """The row of ``requirement``'s project: its own, or that of a family of wheels (``nvidia-*``)."""
@@ -478,10 +482,47 @@ def package_of(requirement: Requirement) -> Package | None:
 
 def plan_change(requirement: Requirement, stack: Stack) -> Change | None:
     """The change the selected rules make to ``requirement``; None when it stays as it is."""
+    local = _cuda_local_version(requirement, stack)
+    if local is not None:
+        return local
     package = package_of(requirement)
-    if package is None or not stack.wants(package.rule) or (package.neuron_only and not stack.neuron):
+    if package is None or (package.neuron_only and not stack.neuron):
+        return None
+    if not (stack.wants_cuda(package.rule) if package.source == "cuda" else stack.wants(package.rule)):
         return None
     return _ACTIONS[package.action](requirement, package, stack)
+
+
+# ----- CUDA builds of torch (--from cuda) -----------------------------------------------------------
+CUDA_INDEX_RULE = "NM659"
+_CUDA_INDEX = re.compile(r"(download\.pytorch\.org/whl/(?:nightly/|test/)?)cu\d{2,3}(?=/|$|\s)")
+_CUDA_LOCAL = re.compile(r"\+cu\d{2,3}$")
+CUDA_BUILD_REVIEW = (
+    "the CUDA build of PyTorch -> its CPU build: TorchNeuron adds the neuron device to it (torch-neuronx from "
+    "the Neuron repository); a GPU host needs the CUDA build back"
+)
+
+
+def cuda_index(url: str) -> str | None:
+    """The CPU wheel index in place of a CUDA one (``.../whl/cu121`` -> ``.../whl/cpu``); None for other URLs."""
+    new = _CUDA_INDEX.sub(r"\1cpu", url)
+    return new if new != url else None
+
+
+def _cuda_local_version(requirement: Requirement, stack: Stack) -> Change | None:
+    """``torch==2.3.1+cu121`` -> ``torch==2.3.1+cpu``."""
+    if not stack.wants_cuda(CUDA_INDEX_RULE) or requirement.url or len(requirement.alternatives) != 1:
+        return None
+    clauses = requirement.alternatives[0]
+    if not any(_CUDA_LOCAL.search(version) for _, version in clauses):
+        return None
+    new = requirement.written
+    for op, version in clauses:
+        if _CUDA_LOCAL.search(version):
+            new = new.replace(version, _CUDA_LOCAL.sub("+cpu", version), 1)
+    if new == requirement.written:
+        return None
+    return Change(CUDA_INDEX_RULE, REVIEW, f"{requirement.written} -> {new}", (new,), CUDA_BUILD_REVIEW)
 
 
 def _remove(requirement: Requirement, package: Package, stack: Stack) -> Change:
@@ -594,6 +635,10 @@ class DependencyTable:
     stack_of = staticmethod(Stack.of)
     plan_change = staticmethod(plan_change)
     is_neuron_index = staticmethod(is_neuron_index)
+    # --from cuda: a CUDA wheel index of PyTorch -> its CPU index, by the rule and with the review named here
+    cuda_index = staticmethod(cuda_index)
+    cuda_index_rule = CUDA_INDEX_RULE
+    cuda_index_review = CUDA_BUILD_REVIEW
 
 
 # ----- the rules ------------------------------------------------------------------------------
