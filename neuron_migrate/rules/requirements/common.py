@@ -651,7 +651,8 @@ class RequirementRule(Rule):
 
     @classmethod
     def packages(cls) -> dict[str, Package]:
-        return {name: row for name, row in PACKAGES.items() if row.rule == cls.meta.id}
+        rows = {**PACKAGES, **{f"{prefix}*": row for prefix, row in PACKAGE_PREFIXES.items()}}
+        return {name: row for name, row in rows.items() if row.rule == cls.meta.id}
 
 
 def _example(before: str, after: str) -> Example:
