@@ -24,6 +24,7 @@ from neuron_migrate.migrate.requirements import (
 from neuron_migrate.report.model import CHANGED, FAILED, MANUAL, REVIEW, SAFE, UNCHANGED
 from neuron_migrate.rules.base import all_rules
 from neuron_migrate.rules.requirements import (
+    PACKAGE_PREFIXES,
     PACKAGES,
     Stack,
     capped_below,
@@ -52,11 +53,13 @@ def _text(outcome, original: str) -> str:
 
 def test_every_requirement_rule_has_a_fixture_and_a_table_row_or_a_role():
     rules = [r for r in all_rules() if r.meta.kind == "requirements"]
-    assert [r.meta.id for r in rules] == [f"NM53{i}" for i in range(9)]
+    # NM657-NM659: the --from cuda side (CUDA-only packages, CUDA runtime wheels, CUDA builds of PyTorch)
+    assert [r.meta.id for r in rules] == [f"NM53{i}" for i in range(9)] + ["NM657", "NM658", "NM659"]
     for rule in rules:
         assert list((FOLDER / rule.meta.id).glob("*.before.*")), rule.meta.id
-        assert rule.packages() or rule.meta.id in ("NM537", "NM538"), rule.meta.id
-    assert {row.rule for row in PACKAGES.values()} <= {r.meta.id for r in rules}
+        # NM659 edits index URLs and local versions, which no package row names
+        assert rule.packages() or rule.meta.id in ("NM537", "NM538", "NM659"), rule.meta.id
+    assert {row.rule for row in (*PACKAGES.values(), *PACKAGE_PREFIXES.values())} <= {r.meta.id for r in rules}
 
 
 # ----- requirements files ----------------------------------------------------------------------

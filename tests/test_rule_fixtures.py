@@ -216,6 +216,10 @@ def test_rule_example_is_what_the_engine_does(rule, migrate, plan):
     example = rule.meta.example
     assert example is not None, f"{rule.meta.id} has no before/after example"
     if rule.meta.kind != "python":
+        if rule.source == "cuda":
+            from neuron_migrate.migrate.engine import RulePlan
+
+            plan = RulePlan.build(from_cuda=True)
         assert _adapt(rule.meta.kind, example.before, plan) == example.after
         assert _adapt(rule.meta.kind, example.after, plan) == example.after
         return

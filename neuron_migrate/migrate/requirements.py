@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from neuron_migrate.migrate.sources import SourceError, decode_text, text_adapter
-from neuron_migrate.report.model import SAFE, Span
+from neuron_migrate.report.model import REVIEW, SAFE, Span
 from neuron_migrate.ruleapi import hooks_for, rule_with_role
 from neuron_migrate.ruleapi.reporter import Reporter
 
@@ -93,14 +93,15 @@ class _FileEdit:
         return change
 
     def apply(self, change: Change, requirement: Requirement, span: Span, after: tuple[str, ...]) -> list[str]:
-        """Record an applied change; the marker comments (without '# ') to put above it."""
-        self.changed = True
+        """Record a change (applied unless it keeps the requirement); the marker comments (without '# ') to put
+        above it."""
+        self.changed = self.changed or not change.kept
         marker = self.reporter.report(
             self.metas[change.rule],
             span,
             change.message,
             change.safety,
-            applied=True,
+            applied=not change.kept,
             before=requirement.written,
             after="\n".join(after),
             fix="" if change.safety == SAFE else change.marker,
@@ -192,6 +193,7 @@ class _Entry:
     pieces: list[_Piece]
     requirement: Requirement | None = None
     index_url: bool = False
+    cuda_index: tuple[int, int] | None = None  # where a CUDA wheel index URL is in the first body (--from cuda)
     extra_prefix: str = ""  # starts each added line
     marker_indent: str = ""
     removed_line: str | None = None  # what stays of the line when the requirement goes (a setup.cfg key)
@@ -224,6 +226,11 @@ def _rewrite_entries(text: str, entries: list[_Entry], state: _FileEdit) -> str:
     for entry in entries:
         if entry.requirement is not None:
             new = _migrate_entry(entry, stack, state, lines, nl)
+            if new is not None:
+                replaced[entry.first] = new
+    for entry in entries:
+        if entry.cuda_index is not None:
+            new = _cuda_index_entry(entry, state, lines, nl)
             if new is not None:
                 replaced[entry.first] = new
     if state.changed:
@@ -263,6 +270,9 @@ def _migrate_entry(entry: _Entry, stack: Stack, state: _FileEdit, lines: list[st
     suffix = first.body[requirement.end : requirement.marker_end]
     after = tuple(r + suffix for r in change.replacement)
     markers = state.apply(change, requirement, entry.span(), after)
+    if change.kept:
+        head = _marker_lines(markers, entry.marker_indent, _comments_above(lines, entry.first), state.no_comments)
+        return [line + nl for line in head] + [p.text() for p in entry.pieces] if head else None
     hashed = any("--hash" in p.body for p in entry.pieces)
     if hashed and change.replacement:
         markers += state.mark("requirement-hashes", entry.lines, entry.span(), entry.before()) or []
@@ -280,6 +290,29 @@ def _migrate_entry(entry: _Entry, stack: Stack, state: _FileEdit, lines: list[st
         return []
     last_nl = entry.pieces[-1].nl
     return [line + nl for line in out[:-1]] + [out[-1] + last_nl]
+
+
+def _cuda_index_entry(entry: _Entry, state: _FileEdit, lines: list[str], nl: str) -> list[str] | None:
+    """``--extra-index-url https://download.pytorch.org/whl/cu121`` -> ``.../whl/cpu`` (a --from cuda rule)."""
+    table = _dependencies()
+    rule, before = table.cuda_index_rule, entry.before()
+    if not state.wants(rule, entry.lines, entry.span(), before):
+        return None
+    first = entry.pieces[0]
+    start, end = entry.cuda_index
+    url = first.body[start:end]
+    new = table.cuda_index(url)
+    state.changed = True
+    markers = [
+        state.reporter.report(
+            state.metas[rule], entry.span(), f"{url} -> {new}", REVIEW, applied=True, before=before, after=new,
+            fix=table.cuda_index_review, marker=table.cuda_index_review,
+        )
+    ]  # fmt: skip
+    head = _marker_lines([m for m in markers if m], entry.marker_indent, _comments_above(lines, entry.first),
+                         state.no_comments)  # fmt: skip
+    first_line = replace(first, body=first.body[:start] + new + first.body[end:]).text()
+    return [line + nl for line in head] + [first_line] + [p.text() for p in entry.pieces[1:]]
 
 
 def _kept_pieces(entry: _Entry, new_body: str) -> list[str]:
@@ -349,6 +382,8 @@ def _requirement_entry(first: int, pieces: list[_Piece]) -> _Entry | None:
         match = _INDEX_OPTION.match(body)
         if match and _dependencies().is_neuron_index(match.group(1)):
             return _Entry(first, pieces, index_url=True, marker_indent=indent)
+        if match and _dependencies().cuda_index(match.group(1)) is not None:
+            return _Entry(first, pieces, cuda_index=match.span(1), marker_indent=indent)
         return None
     start = editable.end() if editable else 0
     # options (--hash, --config-settings...) start at the first word beginning with "-"

@@ -23,7 +23,7 @@ RULES_PACKAGE = "neuron_migrate.rules"
 KIND_HOOKS = {
     "shell": "apply(script, edits, plan): every selected shell rule over one ShellScript",
     "dockerfile": "apply(dockerfile, edits): the rules for the instructions the shell rules do not read",
-    "requirements": "parse, poetry, conda, stack, plan, is_neuron_index: the dependency table",
+    "requirements": "parse, poetry, conda, stack, plan, is_neuron_index, cuda_index: the dependency table",
 }
 
 _REGISTRY: dict[str, type[Rule]] = {}

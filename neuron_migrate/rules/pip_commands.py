@@ -19,11 +19,15 @@ from dataclasses import dataclass
 from neuron_migrate.migrate.shell import WORD, Command, ShellEdits, ShellScript
 from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, RuleMeta, all_rules, rule_with_role
 from neuron_migrate.rules.requirements import (
+    CUDA_BUILD_REVIEW,
+    CUDA_INDEX_RULE,
     INDEX_MARKER,
+    PACKAGE_PREFIXES,
     PACKAGES,
     Change,
     Requirement,
     Stack,
+    cuda_index,
     is_neuron_index,
     parse_requirement,
     plan_change,
@@ -112,7 +116,8 @@ def _index_rule() -> str:
 
 
 def _rule_metas() -> dict[str, RuleMeta]:
-    ids = {package.rule for package in PACKAGES.values()} | {_index_rule()}
+    ids = {package.rule for package in (*PACKAGES.values(), *PACKAGE_PREFIXES.values())}
+    ids |= {_index_rule(), CUDA_INDEX_RULE}
     return {rule.meta.id: rule.meta for rule in all_rules() if rule.meta.id in ids}
 
 
@@ -124,6 +129,32 @@ def apply_pip_installs(script: ShellScript, ctx: ShellEdits) -> None:
         first = install_arguments(command)
         if first is not None:
             _migrate_install(command, first, ctx, metas)
+            if CUDA_INDEX_RULE in metas:
+                _cuda_indexes(command, first, ctx, metas[CUDA_INDEX_RULE])
+
+
+def _cuda_indexes(command: Command, first: int, ctx: ShellEdits, meta: RuleMeta) -> None:
+    """``--index-url https://download.pytorch.org/whl/cu121`` -> ``.../whl/cpu`` (NM659)."""
+    items = command.items
+    for i in range(first, len(items)):
+        item = items[i]
+        name, has_value, inline = item.value.partition("=")
+        if item.kind != WORD or name not in INDEX_OPTIONS:
+            continue
+        at = i if has_value else i + 1
+        if at >= len(items) or "$" in items[at].raw:
+            continue
+        url = inline if has_value else items[at].value
+        new = cuda_index(url)
+        if new is None:
+            continue
+        target = items[at]
+        if ctx.suppressed(meta.id, (item.start, target.end)):
+            ctx.skip(meta, item.start, target.end)
+            continue
+        word = f"{name}={new}" if has_value else new
+        ctx.replace(("command", command.index), at, _shell_word(word, target.raw))
+        ctx.review(meta, item.start, target.end, f"{url} -> {new}", CUDA_BUILD_REVIEW, command.start, after=new)
 
 
 def _migrate_install(command: Command, first: int, ctx: ShellEdits, metas: dict[str, RuleMeta]) -> None:
@@ -140,6 +171,10 @@ def _migrate_install(command: Command, first: int, ctx: ShellEdits, metas: dict[
             change = None
         if change is None:
             kept = True
+            continue
+        if change.kept:
+            kept = True
+            ctx.manual(metas[change.rule], item.start, item.end, change.message, command.start)
             continue
         changed = True
         marker = package.text[package.requirement.end : package.requirement.marker_end]

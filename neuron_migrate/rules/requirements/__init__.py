@@ -17,13 +17,17 @@ Face path is stock Transformers 5 / TRL / PEFT / Accelerate 1.13+ / Diffusers.
 from __future__ import annotations
 
 from neuron_migrate.rules.requirements.common import (
+    CUDA_BUILD_REVIEW,
+    CUDA_INDEX_RULE,
     INDEX_MARKER,
+    PACKAGE_PREFIXES,
     PACKAGES,
     Change,
     Requirement,
     Stack,
     capped_below,
     conda_requirement,
+    cuda_index,
     is_neuron_index,
     migrate_requirement,
     parse_requirement,
@@ -32,13 +36,17 @@ from neuron_migrate.rules.requirements.common import (
 )
 
 __all__ = [
+    "CUDA_BUILD_REVIEW",
+    "CUDA_INDEX_RULE",
     "Change",
     "INDEX_MARKER",
+    "PACKAGE_PREFIXES",
     "PACKAGES",
     "Requirement",
     "Stack",
     "capped_below",
     "conda_requirement",
+    "cuda_index",
     "is_neuron_index",
     "migrate_requirement",
     "parse_requirement",

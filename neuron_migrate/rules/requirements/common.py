@@ -9,6 +9,7 @@ from packaging.specifiers import InvalidSpecifier, Specifier
 from packaging.version import InvalidVersion, Version
 
 from neuron_migrate.rules.base import MANUAL, REVIEW, SAFE, Example, Rule, provides
+from neuron_migrate.rules.requirements.cuda_table import CUDA_PACKAGES, CUDA_PREFIXES
 
 NEURON_DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest"
 DOCS_BEST_PRACTICES = f"{NEURON_DOCS}/torch/reference/best-practices-pytorch-neuron.html"
@@ -24,6 +25,7 @@ FLOOR = "floor"  # a pin that keeps the package below what TorchNeuron needs bec
 REPLACE = "replace"  # optimum-neuron: the stock libraries its extras stand for
 DROP = "drop"  # removed, and the code that used it still has to be ported by hand
 UNPIN = "unpin"  # kept; an upper-bounded pin is dropped so torch-neuronx can pick the release
+KEEP_MARKED = "keep-marked"  # kept as written, with a TODO naming the counterpart (the code still imports it)
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,8 @@ class Package:
     neuron_only: bool = False
     # REMOVE: requirements to add in its place unless the file already requires them.
     instead: tuple[str, ...] = ()
+    # "cuda": a row of the --from cuda rules. Such a package says nothing about the Neuron stack.
+    source: str = "legacy"
 
 
 _NXD_PORT = "port the code marked NM42x (NM420 gives the plan) to DeviceMesh / DTensor / FSDP2"
@@ -91,6 +95,11 @@ PACKAGES: dict[str, Package] = {
         neuron_only=True,
     ),
 }
+PACKAGES.update({name: Package(rule, action, why, source="cuda") for name, (rule, action, why) in CUDA_PACKAGES.items()})
+# Families of wheels named by a prefix (the CUDA runtime wheels torch pulls itself).
+PACKAGE_PREFIXES: dict[str, Package] = {
+    prefix: Package(rule, action, why, source="cuda") for prefix, (rule, action, why) in CUDA_PREFIXES.items()
+}
 # conda names of the same projects
 ALIASES = {"pytorch": "torch"}
 # optimum-neuron extra -> the stock requirements that stand in for it ("" is the package itself).
@@ -121,7 +130,7 @@ TRIGGERS: tuple[bytes, ...] = tuple(
         {
             spelling.encode()
             for name in PACKAGES
-            if not PACKAGES[name].neuron_only
+            if not PACKAGES[name].neuron_only and PACKAGES[name].source == "legacy"
             for spelling in (name, name.replace("-", "_"))
         }
         | {NEURON_INDEX.encode()}
@@ -435,6 +444,7 @@ class Change:
     message: str
     replacement: tuple[str, ...]
     marker: str = ""  # what a human must check (review) or do (manual); "" for safe edits
+    kept: bool = False  # nothing is edited: the requirement stays as written, with its marker
 
 
 @dataclass
@@ -449,19 +459,70 @@ class Stack:
     @classmethod
     def of(cls, requirements, index_urls: bool = False, selected: frozenset[str] | None = None) -> Stack:
         keys = {r.key for r in requirements}
-        neuron = index_urls or any(k in PACKAGES and not PACKAGES[k].neuron_only for k in keys)
+        neuron = index_urls or any(
+            k in PACKAGES and not PACKAGES[k].neuron_only and PACKAGES[k].source == "legacy" for k in keys
+        )
         return cls(present=keys, neuron=neuron, selected=selected)
 
     def wants(self, rule_id: str) -> bool:
         return self.selected is None or rule_id in self.selected
 
+    def wants_cuda(self, rule_id: str) -> bool:
+        """A --from cuda rule runs only when the run selected it by name (never by "every rule")."""
+        return self.selected is not None and rule_id in self.selected
+
+
+def package_of(requirement: Requirement) -> Package | None:
+    """The row of ``requirement``'s project: its own, or that of a family of wheels (``nvidia-*``)."""
+    package = PACKAGES.get(requirement.key)
+    if package is not None:
+        return package
+    return next((row for prefix, row in PACKAGE_PREFIXES.items() if requirement.key.startswith(prefix)), None)
+
 
 def plan_change(requirement: Requirement, stack: Stack) -> Change | None:
     """The change the selected rules make to ``requirement``; None when it stays as it is."""
-    package = PACKAGES.get(requirement.key)
-    if package is None or not stack.wants(package.rule) or (package.neuron_only and not stack.neuron):
+    local = _cuda_local_version(requirement, stack)
+    if local is not None:
+        return local
+    package = package_of(requirement)
+    if package is None or (package.neuron_only and not stack.neuron):
+        return None
+    if not (stack.wants_cuda(package.rule) if package.source == "cuda" else stack.wants(package.rule)):
         return None
     return _ACTIONS[package.action](requirement, package, stack)
+
+
+# ----- CUDA builds of torch (--from cuda) -----------------------------------------------------------
+CUDA_INDEX_RULE = "NM659"
+_CUDA_INDEX = re.compile(r"(download\.pytorch\.org/whl/(?:nightly/|test/)?)cu\d{2,3}(?=/|$|\s)")
+_CUDA_LOCAL = re.compile(r"\+cu\d{2,3}$")
+CUDA_BUILD_REVIEW = (
+    "the CUDA build of PyTorch -> its CPU build: TorchNeuron adds the neuron device to it (torch-neuronx from "
+    "the Neuron repository); a GPU host needs the CUDA build back"
+)
+
+
+def cuda_index(url: str) -> str | None:
+    """The CPU wheel index in place of a CUDA one (``.../whl/cu121`` -> ``.../whl/cpu``); None for other URLs."""
+    new = _CUDA_INDEX.sub(r"\1cpu", url)
+    return new if new != url else None
+
+
+def _cuda_local_version(requirement: Requirement, stack: Stack) -> Change | None:
+    """``torch==2.3.1+cu121`` -> ``torch==2.3.1+cpu``."""
+    if not stack.wants_cuda(CUDA_INDEX_RULE) or requirement.url or len(requirement.alternatives) != 1:
+        return None
+    clauses = requirement.alternatives[0]
+    if not any(_CUDA_LOCAL.search(version) for _, version in clauses):
+        return None
+    new = requirement.written
+    for op, version in clauses:
+        if _CUDA_LOCAL.search(version):
+            new = new.replace(version, _CUDA_LOCAL.sub("+cpu", version), 1)
+    if new == requirement.written:
+        return None
+    return Change(CUDA_INDEX_RULE, REVIEW, f"{requirement.written} -> {new}", (new,), CUDA_BUILD_REVIEW)
 
 
 def _remove(requirement: Requirement, package: Package, stack: Stack) -> Change:
@@ -514,6 +575,11 @@ def _replace(requirement: Requirement, package: Package, stack: Stack) -> Change
     return Change(package.rule, REVIEW, f"{named} replaced by {chosen} ({package.why})", added, marker)
 
 
+def _keep_marked(requirement: Requirement, package: Package, stack: Stack) -> Change:
+    what = f"{requirement.name} kept: {package.why}"
+    return Change(package.rule, MANUAL, what, (requirement.written,), what, kept=True)
+
+
 def _missing(candidates: tuple[str, ...], stack: Stack) -> tuple[str, ...]:
     added = []
     for text in candidates:
@@ -524,7 +590,14 @@ def _missing(candidates: tuple[str, ...], stack: Stack) -> tuple[str, ...]:
     return tuple(added)
 
 
-_ACTIONS = {REMOVE: _remove, FLOOR: _floor, REPLACE: _replace, DROP: _drop, UNPIN: _unpin}
+_ACTIONS = {
+    REMOVE: _remove,
+    FLOOR: _floor,
+    REPLACE: _replace,
+    DROP: _drop,
+    UNPIN: _unpin,
+    KEEP_MARKED: _keep_marked,
+}
 
 
 def migrate_requirement(text: str, stack: Stack | None = None) -> Change | None:
@@ -539,7 +612,12 @@ def migrate_requirement(text: str, stack: Stack | None = None) -> Change | None:
         return None
     marker = text[requirement.end : requirement.marker_end]
     return Change(
-        change.rule, change.safety, change.message, tuple(r + marker for r in change.replacement), change.marker
+        change.rule,
+        change.safety,
+        change.message,
+        tuple(r + marker for r in change.replacement),
+        change.marker,
+        change.kept,
     )
 
 
@@ -557,6 +635,10 @@ class DependencyTable:
     stack_of = staticmethod(Stack.of)
     plan_change = staticmethod(plan_change)
     is_neuron_index = staticmethod(is_neuron_index)
+    # --from cuda: a CUDA wheel index of PyTorch -> its CPU index, by the rule and with the review named here
+    cuda_index = staticmethod(cuda_index)
+    cuda_index_rule = CUDA_INDEX_RULE
+    cuda_index_review = CUDA_BUILD_REVIEW
 
 
 # ----- the rules ------------------------------------------------------------------------------
@@ -569,7 +651,8 @@ class RequirementRule(Rule):
 
     @classmethod
     def packages(cls) -> dict[str, Package]:
-        return {name: row for name, row in PACKAGES.items() if row.rule == cls.meta.id}
+        rows = {**PACKAGES, **{f"{prefix}*": row for prefix, row in PACKAGE_PREFIXES.items()}}
+        return {name: row for name, row in rows.items() if row.rule == cls.meta.id}
 
 
 def _example(before: str, after: str) -> Example:
