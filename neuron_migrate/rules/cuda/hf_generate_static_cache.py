@@ -1,0 +1,92 @@
+"""NM636: generate() of a Hugging Face model with a static KV cache"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from neuron_migrate.rules.base import REVIEW, Edit, Example, RuleMeta, register
+from neuron_migrate.rules.calls import new_keyword, with_args
+from neuron_migrate.rules.cuda.common import CudaRule
+
+DOCS_STATIC_CACHE = "https://huggingface.co/docs/transformers/kv_cache"
+DOCS_NEURON_GENERATE = (
+    "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/tutorials/tutorial-hf-inference-torch-compile.html"
+)
+HUGGING_FACE_IMPORT = re.compile(r"^[ \t]*(?:from|import)[ \t]+(?:transformers|peft|trl)\b", re.MULTILINE)
+# keywords that only Hugging Face's generate() takes, so ``x.generate(...)`` is that one
+GENERATE_KEYWORDS = frozenset(
+    {"max_new_tokens", "max_length", "min_new_tokens", "do_sample", "num_beams", "top_p", "top_k", "temperature",
+     "repetition_penalty", "pad_token_id", "eos_token_id", "num_return_sequences", "streamer", "input_ids"}
+)
+# keywords that already choose the cache, or turn it off
+CACHE_KEYWORDS = frozenset({"cache_implementation", "past_key_values", "use_cache", "generation_config"})
+# ``**inputs`` of a tokenizer's output holds tensors, never generation settings
+INPUT_SPREAD = re.compile(r"(?i)input|batch|enc|token|features")
+STATIC_REVIEW = (
+    'cache_implementation="static": a KV cache of fixed size, so each decoding step has the same shape on the neuron '
+    "device (a growing cache compiles a graph per token); a model without static-cache support raises"
+)
+SPREAD_STEP = (
+    'pass cache_implementation="static" to generate() (or set generation_config.cache_implementation): each '
+    "decoding step then has the same shape; `**{spread}` may already choose a cache"
+)
+
+
+@register
+class HfGenerateStaticCache(CudaRule):
+    """``model.generate(...)`` in a Hugging Face script gets ``cache_implementation="static"``: the dynamic
+    cache grows by a token per step, a new shape (so a compilation) each on the neuron device; the static cache
+    is sized once from the generation length. A call that chooses its cache (``past_key_values``,
+    ``use_cache``, ``cache_implementation``) or passes a ``generation_config`` is left; a ``**`` spread that
+    may hold settings gets a TODO. ``x.generate`` is read as Hugging Face's when the file imports transformers,
+    PEFT or TRL and the call passes one of generate()'s own keywords or a tokenizer's output."""
+
+    meta = RuleMeta(
+        "NM636",
+        "generate() with a static KV cache",
+        safety=REVIEW,
+        risks=frozenset({"performance"}),
+        summary='model.generate(...) gets cache_implementation="static": fixed shapes per decoding step.',
+        docs=(DOCS_NEURON_GENERATE, DOCS_STATIC_CACHE),
+        triggers=(b"generate",),
+        example=Example(
+            before=(
+                "from transformers import AutoModelForCausalLM\n\n"
+                'model = AutoModelForCausalLM.from_pretrained("m")\n'
+                "output = model.generate(**inputs, max_new_tokens=32)\n"
+            ),
+            after=(
+                "from transformers import AutoModelForCausalLM\n\n"
+                'model = AutoModelForCausalLM.from_pretrained("m")\n'
+                f"# neuron-migrate(NM636): {STATIC_REVIEW}\n"
+                'output = model.generate(**inputs, max_new_tokens=32, cache_implementation="static")\n'
+            ),
+        ),
+    )
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call):
+        func = original.func
+        if not isinstance(func, cst.Attribute) or func.attr.value != "generate":
+            return updated
+        if not HUGGING_FACE_IMPORT.search(self.ctx.text) or not self._is_hugging_face(original):
+            return updated
+        if any(a.keyword is not None and a.keyword.value in CACHE_KEYWORDS for a in original.args):
+            return updated
+        spreads = [a for a in original.args if a.star == "**"]
+        unread = [a for a in spreads if not INPUT_SPREAD.search(self.ctx.code(a.value))]
+        if unread:
+            self.ctx.manual(self.meta, original, SPREAD_STEP.format(spread=self.ctx.code(unread[0].value)))
+            return updated
+        added = new_keyword("cache_implementation", '"static"')
+        return Edit(with_args(updated, [*updated.args, added]), review=STATIC_REVIEW)
+
+    @staticmethod
+    def _is_hugging_face(call: cst.Call) -> bool:
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value in GENERATE_KEYWORDS:
+                return True
+            if arg.star == "**":
+                return True
+        return False
