@@ -28,6 +28,10 @@ STATIC_REVIEW = (
     'cache_implementation="static": a KV cache of fixed size, so each decoding step has the same shape on the neuron '
     "device (a growing cache compiles a graph per token); a model without static-cache support raises"
 )
+GENERATION_CONFIGS = frozenset(
+    {"transformers.GenerationConfig", "transformers.generation.GenerationConfig",
+     "transformers.generation.configuration_utils.GenerationConfig"}
+)
 SPREAD_STEP = (
     'pass cache_implementation="static" to generate() (or set generation_config.cache_implementation): each '
     "decoding step then has the same shape; `**{spread}` may already choose a cache"
@@ -38,8 +42,9 @@ SPREAD_STEP = (
 class HfGenerateStaticCache(CudaRule):
     """``model.generate(...)`` in a Hugging Face script gets ``cache_implementation="static"``: the dynamic
     cache grows by a token per step, a new shape (so a compilation) each on the neuron device; the static cache
-    is sized once from the generation length. A call that chooses its cache (``past_key_values``,
-    ``use_cache``, ``cache_implementation``) or passes a ``generation_config`` is left; a ``**`` spread that
+    is sized once from the generation length. A ``GenerationConfig(...)`` built in the script gets the same
+    setting. A call that chooses its cache (``past_key_values``, ``use_cache``, ``cache_implementation``) or
+    passes a ``generation_config`` (which holds the cache) is left; a ``**`` spread that
     may hold settings gets a TODO. ``x.generate`` is read as Hugging Face's when the file imports transformers,
     PEFT or TRL and the call passes one of generate()'s own keywords or a tokenizer's output."""
 
@@ -48,7 +53,10 @@ class HfGenerateStaticCache(CudaRule):
         "generate() with a static KV cache",
         safety=REVIEW,
         risks=frozenset({"performance"}),
-        summary='model.generate(...) gets cache_implementation="static": fixed shapes per decoding step.',
+        summary=(
+            'model.generate(...) and GenerationConfig(...) get cache_implementation="static": fixed shapes per '
+            "decoding step."
+        ),
         docs=(DOCS_NEURON_GENERATE, DOCS_STATIC_CACHE),
         triggers=(b"generate",),
         example=Example(
@@ -65,6 +73,17 @@ class HfGenerateStaticCache(CudaRule):
             ),
         ),
     )
+
+    calls = {qname: "generation_config" for qname in GENERATION_CONFIGS}
+
+    def generation_config(self, original: cst.Call, updated: cst.Call, qname: str):
+        """A ``GenerationConfig(...)`` built in the script: generate() reads its cache from there."""
+        if any(a.keyword is not None and a.keyword.value in ("cache_implementation", "use_cache") for a in original.args):
+            return updated
+        if any(a.star for a in original.args):
+            return updated  # a spread may choose the cache: the generate() call it reaches is still reported
+        added = new_keyword("cache_implementation", '"static"')
+        return Edit(with_args(updated, [*updated.args, added]), review=STATIC_REVIEW)
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
         func = original.func
