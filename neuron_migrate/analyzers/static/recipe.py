@@ -18,6 +18,8 @@ TRAINERS = frozenset(
 )
 RECIPE_MAX_LENGTH = 2048
 PRECISION = frozenset({"bf16", "fp16", "bf16_full_eval", "fp16_full_eval"})
+# TRL's configs default bf16 to True unless fp16 is set (trl 1.16); transformers' arguments to False
+TRANSFORMERS_ARGUMENTS = frozenset({"TrainingArguments", "Seq2SeqTrainingArguments"})
 
 
 def _stock(scan: FileScan, node: ast.AST, names: frozenset[str]) -> str:
@@ -40,7 +42,7 @@ def recipe_arguments(scan: FileScan, call: ast.Call):
         yield "NA701", call, ""
     if constant(keyword(call, "fp16")) is True:
         yield "NA702", call, "fp16=True: the neuron device computes in bf16", "pass bf16=True instead of fp16=True"
-    elif not given & PRECISION:
+    elif name in TRANSFORMERS_ARGUMENTS and not given & PRECISION:
         yield "NA702", call, "", "pass bf16=True (rewrite --from cuda adds it)"
     if name != "SFTConfig":
         return

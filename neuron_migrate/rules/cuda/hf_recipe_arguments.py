@@ -13,14 +13,17 @@ from neuron_migrate.rules.optimum_training.common import DOCS_COMPILE, DOCS_FINE
 
 # TRL's configs whose batches are padded by TRL's collator (pad_to_multiple_of, max_length)
 SFT_CONFIGS = frozenset(name for name in TRAINING_ARGUMENTS if name.rsplit(".", 1)[1] == "SFTConfig")
+# TRL's configs default bf16 to True unless fp16 is set (trl 1.16's _BaseConfig); transformers' to False
+TRL_CONFIGS = frozenset(name for name in TRAINING_ARGUMENTS if name.startswith("trl."))
 
 COMPILE_ADDED = (
     "torch_compile=True added: the Trainer compiles the training step with the \"neuron\" backend on the neuron "
     "device (inductor on a GPU)"
 )
-BF16_ADDED = "bf16=True added: bf16 mixed precision, the neuron device's (the run was fp32)"
+BF16_ADDED = "bf16=True added: bf16 autocast, the neuron device's mixed precision (none was set)"
 SPREAD_STEP = (
-    "the recipe's settings may be in `**{spread}`: make sure the arguments get torch_compile=True and bf16=True"
+    "the recipe's settings may be in `**{spread}`: make sure the arguments get torch_compile=True and bf16 mixed "
+    "precision (bf16=True; TRL's configs default to it unless fp16 is set)"
 )
 PADDING_KEPT = (
     'pad_to_multiple_of left to TRL\'s "auto": batches padded to a multiple of 128 on the neuron device, so few '
@@ -44,8 +47,9 @@ LONG_SEQUENCE_STEP = (
 class HfRecipeArguments(CudaRule):
     """The Trainium recipe's settings in the ``TrainingArguments`` / TRL configs of a stock script (transformers
     5.24, trl 1.16): ``torch_compile=True`` (TrainingArguments picks the "neuron" backend on the neuron device,
-    inductor elsewhere, so no backend is spelled out) and bf16 mixed precision, added where the call sets
-    neither; an SFTConfig's ``max_length`` past the recipe's 2048 gets a TODO, and TRL's own padding default
+    inductor elsewhere, so no backend is spelled out) where no ``torch_compile*`` keyword is passed, and
+    ``bf16=True`` in transformers' arguments that set no precision (TRL's configs already default to bf16); an
+    SFTConfig's ``max_length`` past the recipe's 2048 gets a TODO, and TRL's own padding default
     (``pad_to_multiple_of="auto"``: 128 on the neuron device) is kept and noted. The GPU's own settings (fp16,
     fused optimizers, inductor modes) are NM630's."""
 
@@ -55,8 +59,9 @@ class HfRecipeArguments(CudaRule):
         safety=REVIEW,
         risks=frozenset({"numerics", "performance"}),
         summary=(
-            "torch_compile=True and bf16=True are added where the arguments set neither (the neuron backend "
-            "is the Trainer's default on the neuron device); an SFTConfig max_length past 2048 gets a TODO."
+            "torch_compile=True is added where the arguments do not compile (the neuron backend is the Trainer's "
+            "default on the neuron device), bf16=True where transformers' arguments set no precision; TRL's "
+            "padding default is kept, and an SFTConfig max_length past 2048 gets a TODO."
         ),
         docs=(DOCS_HF_TRAINING_ARGS, DOCS_COMPILE, DOCS_FINE_TUNING, DOCS_BF16),
         triggers=(b"Config", b"TrainingArguments"),
@@ -96,7 +101,7 @@ class HfRecipeArguments(CudaRule):
         if not any(name.startswith("torch_compile") for name in present):
             added.append(new_keyword("torch_compile", "True"))
             reviews.append(COMPILE_ADDED)
-        if not present & {"bf16", "fp16", "bf16_full_eval", "fp16_full_eval"}:
+        if qname not in TRL_CONFIGS and not present & {"bf16", "fp16", "bf16_full_eval", "fp16_full_eval"}:
             added.append(new_keyword("bf16", "True"))
             reviews.append(BF16_ADDED)
         return self._edit(updated, args, added, reviews, notes)
