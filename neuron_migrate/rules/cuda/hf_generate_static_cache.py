@@ -6,6 +6,7 @@ import re
 
 import libcst as cst
 
+from neuron_migrate.migrate.context import root_name
 from neuron_migrate.rules.base import REVIEW, Edit, Example, RuleMeta, register
 from neuron_migrate.rules.calls import new_keyword, with_args
 from neuron_migrate.rules.cuda.common import CudaRule
@@ -28,6 +29,7 @@ STATIC_REVIEW = (
     'cache_implementation="static": a KV cache of fixed size, so each decoding step has the same shape on the neuron '
     "device (a growing cache compiles a graph per token); a model without static-cache support raises"
 )
+OWN_GENERATE = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+generate\b", re.MULTILINE)
 GENERATION_CONFIGS = frozenset(
     {"transformers.GenerationConfig", "transformers.generation.GenerationConfig",
      "transformers.generation.configuration_utils.GenerationConfig"}
@@ -46,7 +48,8 @@ class HfGenerateStaticCache(CudaRule):
     setting. A call that chooses its cache (``past_key_values``, ``use_cache``, ``cache_implementation``) or
     passes a ``generation_config`` (which holds the cache) is left; a ``**`` spread that
     may hold settings gets a TODO. ``x.generate`` is read as Hugging Face's when the file imports transformers,
-    PEFT or TRL and the call passes one of generate()'s own keywords or a tokenizer's output."""
+    PEFT or TRL, defines no ``generate`` of its own, ``x`` is no imported name, and the call passes one of
+    generate()'s own keywords or a tokenizer's output."""
 
     meta = RuleMeta(
         "NM636",
@@ -90,6 +93,9 @@ class HfGenerateStaticCache(CudaRule):
         if not isinstance(func, cst.Attribute) or func.attr.value != "generate":
             return updated
         if not HUGGING_FACE_IMPORT.search(self.ctx.text) or not self._is_hugging_face(original):
+            return updated
+        if OWN_GENERATE.search(self.ctx.text) or root_name(func.value) in self.ctx.import_bound:
+            # a generate() of the script's own (which may not take the keyword), or of an imported module
             return updated
         if any(a.keyword is not None and a.keyword.value in CACHE_KEYWORDS for a in original.args):
             return updated

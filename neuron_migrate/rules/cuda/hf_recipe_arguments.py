@@ -16,6 +16,14 @@ SFT_CONFIGS = frozenset(name for name in TRAINING_ARGUMENTS if name.rsplit(".", 
 # TRL's configs default bf16 to True unless fp16 is set (trl 1.16's _BaseConfig); transformers' to False
 TRL_CONFIGS = frozenset(name for name in TRAINING_ARGUMENTS if name.startswith("trl."))
 
+PARSERS = frozenset(
+    {"transformers.HfArgumentParser", "transformers.hf_argparser.HfArgumentParser", "trl.TrlParser",
+     "trl.scripts.TrlParser", "trl.scripts.utils.TrlParser"}
+)
+PARSER_NOTE = (
+    "the training arguments come from the command line: the recipe passes --torch_compile true (and --bf16 true "
+    "to transformers' TrainingArguments) where the script is launched"
+)
 COMPILE_ADDED = (
     "torch_compile=True added: the Trainer compiles the training step with the \"neuron\" backend on the neuron "
     "device (inductor on a GPU)"
@@ -79,11 +87,13 @@ class HfRecipeArguments(CudaRule):
     )
     # a hook, not a call table: NM630 edits the same calls, and the first rule of a call table that changes a
     # call is its only one, while every hook sees the call as the rules before it left it
-    prefixes = tuple(sorted(TRAINING_ARGUMENTS))
+    prefixes = tuple(sorted(TRAINING_ARGUMENTS | PARSERS))
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
         qname = self.ctx.any_qualified_name(original.func, TRAINING_ARGUMENTS)
         if qname is None:
+            if self.ctx.any_qualified_name(original.func, PARSERS) and self._parses_arguments(original):
+                self.ctx.report(self.meta, original, PARSER_NOTE)
             return updated
         # the keywords either node has: NM630 may have turned fp16 or torch_compile_mode into their recipe twins
         present = {a.keyword.value for call in (original, updated) for a in call.args if a.keyword is not None}
@@ -105,6 +115,14 @@ class HfRecipeArguments(CudaRule):
             added.append(new_keyword("bf16", "True"))
             reviews.append(BF16_ADDED)
         return self._edit(updated, args, added, reviews, notes)
+
+    def _parses_arguments(self, call: cst.Call) -> bool:
+        """Does ``HfArgumentParser((..., TrainingArguments))`` (or TRL's parser) read training arguments?"""
+        if not call.args:
+            return False
+        first = call.args[0].value
+        classes = [e.value for e in first.elements] if isinstance(first, (cst.Tuple, cst.List)) else [first]
+        return any(self.ctx.any_qualified_name(c, TRAINING_ARGUMENTS) for c in classes)
 
     @staticmethod
     def _edit(updated: cst.Call, args: list[cst.Arg], added, reviews: list[str], notes: list[str]):
