@@ -29,6 +29,13 @@ STATIC_REVIEW = (
     'cache_implementation="static": a KV cache of fixed size, so each decoding step has the same shape on the neuron '
     "device (a growing cache compiles a graph per token); a model without static-cache support raises"
 )
+# the class names of Hugging Face's generating models; one imported from the project's own code may keep a cache of
+# its own (a KV-eviction scheme, say), which a static cache would replace
+GENERATING_MODEL = re.compile(r"(?:ForCausalLM|ForConditionalGeneration|LMHeadModel|Seq2SeqLM)$")
+OWN_MODEL_STEP = (
+    "the model class {name} is this project's own and may keep a KV cache of its own: if it runs on Hugging "
+    'Face\'s cache, pass cache_implementation="static" to generate(), so each decoding step has the same shape'
+)
 OWN_GENERATE = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+generate\b", re.MULTILINE)
 GENERATION_CONFIGS = frozenset(
     {"transformers.GenerationConfig", "transformers.generation.GenerationConfig",
@@ -49,7 +56,8 @@ class HfGenerateStaticCache(CudaRule):
     passes a ``generation_config`` (which holds the cache) is left; a ``**`` spread that
     may hold settings gets a TODO. ``x.generate`` is read as Hugging Face's when the file imports transformers,
     PEFT or TRL, defines no ``generate`` of its own, ``x`` is no imported name, and the call passes one of
-    generate()'s own keywords or a tokenizer's output."""
+    generate()'s own keywords or a tokenizer's output. A script that imports a generating model class of its own
+    (``from utils.llama import MyLlamaForCausalLM``) gets a TODO: that model may keep a cache of its own."""
 
     meta = RuleMeta(
         "NM636",
@@ -83,8 +91,9 @@ class HfGenerateStaticCache(CudaRule):
         """A ``GenerationConfig(...)`` built in the script: generate() reads its cache from there."""
         if any(a.keyword is not None and a.keyword.value in ("cache_implementation", "use_cache") for a in original.args):
             return updated
-        if any(a.star for a in original.args):
-            return updated  # a spread may choose the cache: the generate() call it reaches is still reported
+        if any(a.star for a in original.args) or self._own_model_class():
+            # a spread may choose the cache; a model of the project's own may keep one (its generate() says so)
+            return updated
         added = new_keyword("cache_implementation", '"static"')
         return Edit(with_args(updated, [*updated.args, added]), review=STATIC_REVIEW)
 
@@ -99,6 +108,10 @@ class HfGenerateStaticCache(CudaRule):
             return updated
         if any(a.keyword is not None and a.keyword.value in CACHE_KEYWORDS for a in original.args):
             return updated
+        own_model = self._own_model_class()
+        if own_model:
+            self.ctx.manual(self.meta, original, OWN_MODEL_STEP.format(name=own_model))
+            return updated
         spreads = [a for a in original.args if a.star == "**"]
         unread = [a for a in spreads if not INPUT_SPREAD.search(self.ctx.code(a.value))]
         if unread:
@@ -106,6 +119,23 @@ class HfGenerateStaticCache(CudaRule):
             return updated
         added = new_keyword("cache_implementation", '"static"')
         return Edit(with_args(updated, [*updated.args, added]), review=STATIC_REVIEW)
+
+    def _own_model_class(self) -> str:
+        """A generating model class the file imports from outside transformers, PEFT and TRL (its own code)."""
+        for statement in self.ctx.module.body:
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                if not isinstance(small, cst.ImportFrom) or isinstance(small.names, cst.ImportStar):
+                    continue
+                module = self.ctx.code(small.module) if small.module is not None else ""
+                if not small.relative and module.split(".")[0] in ("transformers", "peft", "trl"):
+                    continue
+                for alias in small.names:
+                    name = self.ctx.code(alias.name)
+                    if GENERATING_MODEL.search(name):
+                        return name
+        return ""
 
     @staticmethod
     def _is_hugging_face(call: cst.Call) -> bool:
