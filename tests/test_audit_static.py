@@ -106,3 +106,24 @@ def test_a_warm_audit_takes_the_hazards_from_the_cache(tmp_path, monkeypatch):
     assert scanned == ["train.py"] and ("train.py", 4, "NA401") not in [c[:3] for c in changed]
     _audit(tmp_path, cache=False)
     assert scanned == ["train.py", "other.py", "train.py"]  # --no-cache reads every file
+
+
+def test_each_missing_piece_of_the_recipe_is_one_finding_at_its_call():
+    source = (
+        "from transformers import Trainer, TrainingArguments\n"
+        'args = TrainingArguments("out")\n'
+        "first = Trainer(model=model, args=args)\n"
+        "second = Trainer(model=model, args=args)\n"
+        "text = model.generate(**inputs, max_new_tokens=8)\n"
+    )
+    assert found(source, "train.py") == {
+        (2, "NA701"), (2, "NA702"), (3, "NA703"), (3, "NA108"), (5, "NA103"),
+    }
+    recipe = (
+        "import os\nimport torch\nfrom transformers import Trainer, TrainingArguments\n"
+        'os.environ.setdefault("HF_DEACTIVATE_ASYNC_LOAD", "1")\n'
+        "torch._dynamo.config.automatic_dynamic_shapes = False\n"
+        'args = TrainingArguments("out", bf16=True, torch_compile=True)\n'
+        "trainer = Trainer(model=model, args=args)\n"
+    )
+    assert found(recipe, "train.py") == set()

@@ -379,3 +379,26 @@ def test_a_cuda_scaler_loop_rewritten_from_cuda_trains_in_bf16_on_the_neuron_dev
     assert result["device"] == "neuron:0" and result["device_type"] == "neuron"
     assert result["autocast_dtype"] == "torch.bfloat16"
     assert result["losses"][-1] < result["losses"][0]
+
+
+@pytest.mark.slow
+def test_a_stock_trainer_script_rewritten_from_cuda_trains_with_the_recipe_on_the_neuron_device(tmp_path):
+    script = tmp_path / "hf_stock_trainer.py"
+    shutil.copy(PROGRAMS / "hf_stock_trainer.py", script)
+    rewrite = subprocess.run([sys.executable, "-m", "neuron_migrate", "rewrite", "--from", "cuda", "--no-cache",
+                              str(script)], env=_env(), capture_output=True, text=True, timeout=120)
+    assert rewrite.returncode == 1, rewrite.stdout + rewrite.stderr  # 1: changed
+    code = script.read_text()
+    assert "torch._dynamo.config.automatic_dynamic_shapes = False\n" in code
+    assert 'os.environ.setdefault("HF_DEACTIVATE_ASYNC_LOAD", "1")\n' in code
+    assert 'cache_implementation="static"' in code and '"cuda"' not in code
+    out = tmp_path / "out.json"
+    proc = _emulate([str(script), str(out), str(tmp_path)], cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    # the Trainer took the recipe: the neuron device, its compile backend (picked, not spelled out), bf16
+    assert result["device"] == "neuron:0" and result["param_device"] == "neuron:0"
+    assert result["torch_compile"] is True and result["backend"] == "neuron" and result["bf16"] is True
+    assert result["losses"][-1] < result["losses"][0]
+    # generate() ran with the static cache: the prompt (2 tokens) and 4 new ones
+    assert len(result["generated"][0]) == 6

@@ -101,7 +101,7 @@ def test_hugging_face_settings_and_the_scaler_move_only_with_the_switch():
     assert migrate_python(HF_SCRIPT, "train.py", RulePlan.build()).code == HF_SCRIPT
     code = migrate_python(HF_SCRIPT, "train.py", RulePlan.build(from_cuda=True)).code
     assert 'device_map=torch.accelerator.current_accelerator(), attn_implementation="sdpa"' in code
-    assert 'TrainingArguments("out", bf16=True)' in code
+    assert 'TrainingArguments("out", bf16=True, torch_compile=True)' in code
     # the scaler, its calls and its import are gone; what it wrapped stays
     assert not [line for line in code.splitlines() if "scaler" in line.lower() and not line.startswith("#")]
     assert code.endswith("loss.backward()\noptimizer.step()\n")
@@ -113,3 +113,39 @@ def test_a_scaler_whose_state_is_saved_is_kept_with_its_todo():
     code = migrate_python(script, "train.py", RulePlan.build(from_cuda=True)).code
     assert "TODO(neuron-migrate NM611)" in code and "scaler.scale(loss).backward()" in code
     assert code.startswith("from torch.cuda.amp import GradScaler\n")
+
+
+RECIPE_SCRIPT = (
+    "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n\n"
+    'model = AutoModelForCausalLM.from_pretrained("m")\n'
+    'arguments = TrainingArguments("out", per_device_train_batch_size=8)\n'
+    "trainer = Trainer(model=model, args=arguments)\n"
+    "output = model.generate(**inputs, max_new_tokens=16)\n"
+)
+
+
+def test_the_recipe_is_applied_to_a_stock_script_only_with_the_switch():
+    assert migrate_python(RECIPE_SCRIPT, "train.py", RulePlan.build()).code == RECIPE_SCRIPT
+    code = migrate_python(RECIPE_SCRIPT, "train.py", RulePlan.build(from_cuda=True)).code
+    assert 'TrainingArguments("out", per_device_train_batch_size=8, torch_compile=True, bf16=True)' in code
+    # no backend is spelled out: TrainingArguments picks "neuron" on the neuron device and inductor on a GPU
+    assert "torch_compile_backend" not in code
+    assert "torch._dynamo.config.automatic_dynamic_shapes = False\n" in code
+    assert 'os.environ.setdefault("HF_DEACTIVATE_ASYNC_LOAD", "1")\n' in code
+    assert 'model.generate(**inputs, max_new_tokens=16, cache_implementation="static")' in code
+    assert migrate_python(code, "train.py", RulePlan.build(from_cuda=True)).code == code
+
+
+def test_the_recipe_keeps_what_the_script_already_chose():
+    script = (
+        "from trl import SFTConfig\n\n"
+        'config = SFTConfig("out", torch_compile=False, fp16=False, max_length=1024, pad_to_multiple_of=64)\n'
+        'cpu = SFTConfig("out", use_cpu=True)\n'
+    )
+    assert migrate_python(script, "train.py", RulePlan.build(from_cuda=True)).code == script
+
+
+def test_the_recipe_drops_a_padding_that_turns_trl_s_default_off():
+    script = 'from trl import SFTConfig\n\nconfig = SFTConfig("out", bf16=True, torch_compile=True, pad_to_multiple_of=None)\n'
+    code = migrate_python(script, "train.py", RulePlan.build(from_cuda=True)).code
+    assert code.endswith('config = SFTConfig("out", bf16=True, torch_compile=True)\n')

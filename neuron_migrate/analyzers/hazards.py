@@ -4,7 +4,8 @@ same fingerprint.
 
 Ids: NA1xx dynamic shapes, NA2xx data-dependent ops and host syncs, NA3xx custom or likely
 unsupported ops, NA4xx CUDA-only code, NA5xx runtime-only evidence (recompilations, graph breaks,
-shape signatures, CPU fallback), NA6xx the readiness of the model architectures a project loads (from the
+shape signatures, CPU fallback), NA7xx the Trainium recipe of a stock Hugging Face script (what ``rewrite --from
+cuda`` adds: NM634-NM636), NA6xx the readiness of the model architectures a project loads (from the
 shipped table of readiness cards, ``analyzers/models``). Sources are the TorchNeuron docs on torch.compile and static
 shapes, and PyTorch's own op tags.
 """
@@ -21,6 +22,8 @@ DOCS_BREAKS = "https://docs.pytorch.org/docs/stable/compile/programming_model.co
 DOCS_CACHE = "https://huggingface.co/docs/transformers/kv_cache"
 DOCS_ACCELERATOR = "https://docs.pytorch.org/docs/stable/accelerator.html"
 DOCS_CUSTOM_OPS = "https://docs.pytorch.org/tutorials/advanced/custom_ops_landing_page.html"
+DOCS_HF_COMPILE = "https://huggingface.co/docs/transformers/main/en/torch_compile"
+DOCS_FINE_TUNING = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/tutorials/tutorial-hf-fine-tuning.html"
 DOCS_MODELS = "https://huggingface.co/docs/transformers/main/en/model_doc/auto"
 
 
@@ -127,6 +130,26 @@ HAZARDS: dict[str, Hazard] = {
            'torch.autocast("neuron", dtype=torch.bfloat16); bf16 needs no GradScaler', DOCS_ACCELERATOR),
         _h("NA406", "NCCL-specific setting", ERROR, 'NCCL is CUDA-only; the collective backend on Trainium is "neuron"',
            'init_process_group(backend="neuron") and drop NCCL_* variables', DOCS_ACCELERATOR),
+        # ----- the Trainium recipe of a stock Hugging Face script -----
+        _h("NA701", "training arguments without torch_compile", WARNING,
+           "the Trainer runs the step eagerly: the recipe compiles it, with the neuron backend that TrainingArguments "
+           "picks on the neuron device",
+           "pass torch_compile=True (rewrite --from cuda adds it)", DOCS_HF_COMPILE, DOCS_FINE_TUNING),
+        _h("NA702", "training arguments without bf16", WARNING,
+           "the run is fp32 (or fp16, whose loss scaling is unverified on neuron): the recipe trains in bf16 mixed "
+           "precision",
+           "pass bf16=True instead of fp16=True or nothing (rewrite --from cuda makes the change)", DOCS_FINE_TUNING),
+        _h("NA703", "trainer built with threaded weight loading on", INFO,
+           "transformers loads weights in threads, which can hang on the neuron device",
+           'os.environ.setdefault("HF_DEACTIVATE_ASYNC_LOAD", "1") after the imports (rewrite --from cuda adds it)',
+           DOCS_FINE_TUNING),
+        _h("NA704", "sequence length past the recipe's", INFO,
+           "the published Trainium fine-tuning recipe trains at most 2048 tokens a sequence; longer ones cost device "
+           "memory and compile time", "check device memory and compile time, or use max_length=2048", DOCS_FINE_TUNING),
+        _h("NA705", "TRL's padding default turned off", WARNING,
+           'pad_to_multiple_of=None pads each batch to its own length; TRL\'s "auto" pads to a multiple of 128 on the '
+           "neuron device, so few shapes compile",
+           'drop pad_to_multiple_of=None (TRL\'s "auto" is None on a GPU; rewrite --from cuda drops it)', DOCS_COMPILE),
         # ----- runtime evidence -----
         _h("NA501", "recompilation", WARNING,
            "a compiled function was compiled again for a new input signature (minutes per graph on Trainium)",

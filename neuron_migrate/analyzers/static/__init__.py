@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-FAMILIES = ("shapes", "host_sync", "custom_ops", "cuda", "models")
+FAMILIES = ("shapes", "host_sync", "custom_ops", "cuda", "models", "recipe")
 
 
 def load_checks() -> None:

@@ -90,12 +90,12 @@ class HfTrainingArguments(CudaRule):
         example=Example(
             before=(
                 "from transformers import TrainingArguments\n\n"
-                'args = TrainingArguments("out", fp16=True, optim="adamw_torch_fused", tf32=True)\n'
+                'args = TrainingArguments("out", fp16=True, optim="adamw_torch_fused", tf32=True, torch_compile=True)\n'
             ),
             after=(
                 "from transformers import TrainingArguments\n\n"
                 f"# neuron-migrate(NM630): {BF16_REVIEW}; {FUSED_REVIEW}\n"
-                'args = TrainingArguments("out", bf16=True, optim="adamw_torch")\n'
+                'args = TrainingArguments("out", bf16=True, optim="adamw_torch", torch_compile=True)\n'
             ),
         ),
     )
