@@ -65,8 +65,7 @@ def _run(card: Card, spec: Spec) -> None:
 
     transformers.logging.set_verbosity_error()
     card.versions = {"transformers": transformers.__version__, "torch": torch.__version__.split("+")[0]}
-    if spec.folder:
-        _MODEL_CODE.append(spec.folder)
+    _MODEL_CODE[:] = [spec.folder] if spec.folder else []
     model = _build(card, spec)
     if model is None:
         return
@@ -230,17 +229,25 @@ def _stand_in_cpu_gaps(card: Card) -> None:
     CPU and MPS)."""
     import torch
 
+    _CURRENT[0] = card
+    if getattr(torch.histc, "_stand_in", False):
+        return  # a worker makes many cards: the stand-in is installed once and reports to the current card
     histc = torch.histc
 
     def histc_on_the_cpu(input, *args, **kwargs):
         if input.device.type == "neuron" and not input.is_floating_point():
-            if not any(p.what.startswith(HISTC_GAP) for p in card.problems):
-                card.problems.append(Problem("forward", UNCHECKED_SEVERITY, f"{HISTC_GAP} {input.dtype}",
-                                             where=_caller_in_transformers(), fix=ONLY_THE_DEVICE))
+            current = _CURRENT[0]
+            if current is not None and not any(p.what.startswith(HISTC_GAP) for p in current.problems):
+                current.problems.append(Problem("forward", UNCHECKED_SEVERITY, f"{HISTC_GAP} {input.dtype}",
+                                                where=_caller_in_transformers(), fix=ONLY_THE_DEVICE))
             return histc(input.float(), *args, **kwargs).to(input.dtype)
         return histc(input, *args, **kwargs)
 
+    histc_on_the_cpu._stand_in = True
     torch.histc = histc_on_the_cpu
+
+
+_CURRENT: list[Card | None] = [None]  # the card being made in this process
 
 
 HISTC_GAP = "torch.histc on integers, which the CPU cannot run, was run in float32 here: input"

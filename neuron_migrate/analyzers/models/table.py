@@ -105,8 +105,27 @@ def _versions(cards: list[Card]) -> dict:
 def headline(table: dict) -> str:
     rows = [r for r in table["rows"].values() if r["family"] == "causal LM"]
     good = sum(1 for r in rows if r["headline"])
+    judged = [r for r in rows if r["verdict"] in (READY, WARNINGS, NOT_READY)]
     return (f"{good} of {len(rows)} causal LM architectures generate with a static cache in compiled decode graphs "
-            f"without a recompile, and train a compiled step without a graph break or recompile")
+            f"without a recompile, and train a compiled step without a graph break or recompile ({good} of the "
+            f"{len(judged)} the emulator could judge, {_percent(good, len(judged))})")
+
+
+def _percent(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.0f}%" if whole else "none"
+
+
+def causes(table: dict, top: int = 8) -> list[tuple[int, str]]:
+    """The most common first problems across architectures, numbers and names folded together."""
+    import re
+
+    counts: dict[str, int] = {}
+    for r in table["rows"].values():
+        if r["problem"]:
+            kind = re.sub(r"`\w+For\w+`", "`<model>`", re.sub(r"\d+", "N", r["problem"]))
+            kind = kind if len(kind) <= 140 else kind[:137] + "..."
+            counts[kind] = counts.get(kind, 0) + 1
+    return sorted(((n, k) for k, n in counts.items()), reverse=True)[:top]
 
 
 def markdown(table: dict) -> str:
@@ -134,6 +153,8 @@ def markdown(table: dict) -> str:
         f"Verdicts: *{READY}*: everything ran, decode compiled, the training step compiled whole; *{WARNINGS}*: "
         f"everything ran, with graph breaks, recompiles or host syncs; *{UNCHECKED}*: an op only the device can "
         f"judge; *{NOT_READY}*: a phase failed; *{NOT_BUILT}*: no tiny model could be made.", "",
+        "The most common first problems:", "",
+        *[f"- {n}: {_cell(kind)}" for n, kind in causes(table)], "",
         "| architecture | family | verdict | first problem | where |", "|---|---|---|---|---|",
     ]
     for name, r in rows.items():
