@@ -215,3 +215,16 @@ def test_the_shipped_table_covers_the_three_families():
     assert set(table["versions"]) == {"transformers", "torch"}
     assert (Path(ROOT) / "docs" / "models.md").read_text(encoding="utf-8").startswith(
         "# Model readiness on the neuron device")
+
+
+def test_every_data_file_of_the_package_ships_with_it():
+    import fnmatch
+    import tomllib
+
+    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"][
+        "package-data"]["neuron_migrate"]
+    package = ROOT / "neuron_migrate"
+    data = [p.relative_to(package).as_posix() for p in package.rglob("*.json")]
+
+    assert "analyzers/models/cards.json" in data
+    assert [d for d in data if not any(fnmatch.fnmatch(d, p) for p in patterns)] == []
