@@ -228,3 +228,21 @@ def test_every_data_file_of_the_package_ships_with_it():
 
     assert "analyzers/models/cards.json" in data
     assert [d for d in data if not any(fnmatch.fnmatch(d, p) for p in patterns)] == []
+
+
+def test_a_missing_cpu_kernel_under_a_wrapper_is_the_devices_to_judge():
+    pytest.importorskip("torch")
+    from neuron_migrate.analyzers.models.card import UNCHECKED_SEVERITY, _failure
+
+    try:
+        try:
+            raise NotImplementedError('"histogram_cpu" not implemented for \'Int\'')
+        except NotImplementedError as inner:
+            raise RuntimeError("RuntimeError when making fake tensor call") from inner
+    except RuntimeError as wrapped:
+        unchecked = _failure("train", "the compiled training step failed", wrapped)
+    error = _failure("forward", "the forward pass failed", ValueError("shapes differ"))
+
+    assert unchecked.severity == UNCHECKED_SEVERITY
+    assert unchecked.what.endswith("""NotImplementedError: "histogram_cpu" not implemented for 'Int'""")
+    assert (error.severity, error.what) == ("error", "the forward pass failed: ValueError: shapes differ")

@@ -265,7 +265,7 @@ def _failure(phase: str, what: str, exc: BaseException, fix: str = "", cpu_check
     a forward pass that fails the same way on the CPU says nothing of the device: the tiny model itself is
     broken (a size the shrinking left inconsistent, or a config transformers cannot run), and no card is made."""
     if _cpu_kernel_missing(exc):
-        return Problem(phase, UNCHECKED_SEVERITY, f"{what}: {_line(_root(exc))}", where=_where_of(exc),
+        return Problem(phase, UNCHECKED_SEVERITY, f"{what}: {_line(_root(exc) or exc)}", where=_where_of(exc),
                        fix=ONLY_THE_DEVICE)
     if _emulator_trace_limit(exc):
         return Problem(phase, UNCHECKED_SEVERITY, f"{what}: {EMULATOR_TRACE_LIMIT}", where=_traced_line(exc),
@@ -311,10 +311,13 @@ def _fails_on_the_cpu(model) -> bool:
     return False
 
 
+# what torch says when the CPU has no kernel for an op with these dtypes
+CPU_KERNEL_MISSING = re.compile(r'"\w+_cpu" not implemented for|not implemented for \'\w+\' on CPU|'
+                                r"Could not run '[\w:.]+' with arguments from the 'CPU' backend")
+
+
 def _cpu_kernel_missing(exc: BaseException) -> bool:
-    text = " ".join(str(e) for e in _chain(exc))
-    return bool(re.search(r'"\w+_cpu" not implemented for|not implemented for \'\w+\' on CPU|'
-                          r"Could not run '[\w:.]+' with arguments from the 'CPU' backend", text))
+    return _root(exc) is not None
 
 
 def _chain(exc: BaseException):
@@ -325,12 +328,9 @@ def _chain(exc: BaseException):
         exc = exc.__cause__ or exc.__context__
 
 
-def _root(exc: BaseException) -> BaseException:
-    return next((e for e in _chain(exc) if _cpu_kernel_missing_text(str(e))), exc)
-
-
-def _cpu_kernel_missing_text(text: str) -> bool:
-    return "not implemented for" in text or "'CPU' backend" in text
+def _root(exc: BaseException) -> BaseException | None:
+    """The exception of the chain that says the CPU has no kernel, if one does."""
+    return next((e for e in _chain(exc) if CPU_KERNEL_MISSING.search(str(e))), None)
 
 
 def _watch(steps: int = 1):
