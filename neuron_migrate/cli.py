@@ -771,6 +771,10 @@ def verify(
     legacy_args: Annotated[
         Optional[str], typer.Option("--legacy-args", help="More arguments for the legacy program (one string).")
     ] = None,
+    no_launcher: Annotated[
+        bool, typer.Option("--no-launcher", help="Run one rank as `python SCRIPT`, without torchrun's RANK and "
+                                                 "WORLD_SIZE (for a script that goes distributed when they are set).")
+    ] = False,
     seed: Annotated[int, typer.Option("--seed", help="Seed of torch, Python and NumPy on both sides.")] = 0,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds each side may take.")] = 600.0,
     legacy_env: Annotated[
@@ -804,7 +808,7 @@ def verify(
 
     problem = _verify_usage(steps=steps, rtol=rtol, nproc=nproc, legacy_nproc=legacy_nproc, timeout=timeout,
                             report=report or [], keep_records=keep_records, original=original,
-                            original_records=original_records)
+                            original_records=original_records, no_launcher=no_launcher)
     if problem:
         raise _fail(problem)
     try:
@@ -814,7 +818,8 @@ def verify(
     options = Options(steps=steps, rtol=rtol, nproc=nproc, legacy_nproc=legacy_nproc, legacy_args=split_args,
                       seed=seed, timeout=timeout, allow_network=allow_network, no_dropout=no_dropout,
                       legacy_env=_assignments(legacy_env, "--legacy-env"),
-                      env=_assignments(env, "--env"), original=original, original_records=original_records)
+                      env=_assignments(env, "--env"), original=original, original_records=original_records,
+                      launcher=not no_launcher)
     targets = [(path, path.suffix.lstrip(".").lower()) for path in report or []]
     _require_torch("verify")
     if keep_records is not None:
@@ -856,7 +861,7 @@ def _verification_page(path: Path, result) -> str:
 
 def _verify_usage(*, steps: int, rtol: float, nproc: int, legacy_nproc: int | None, timeout: float,
                   report: list[Path], keep_records: Path | None, original: str | None = None,
-                  original_records: Path | None = None) -> str:
+                  original_records: Path | None = None, no_launcher: bool = False) -> str:
     """What is wrong with verify's options, in one line (empty when nothing is): found before either side
     starts, since a run takes minutes and a report it cannot write would be lost at its end."""
     checks = [
@@ -868,6 +873,8 @@ def _verify_usage(*, steps: int, rtol: float, nproc: int, legacy_nproc: int | No
         (original in (None, "legacy", "cuda"), f"--original {original}: legacy or cuda"),
         (original_records is None or original_records.is_dir(),
          f"--original-records {original_records}: no such folder"),
+        (not no_launcher or (nproc == 1 and legacy_nproc in (None, 1)),
+         "--no-launcher runs one rank per side: drop --nproc / --legacy-nproc"),
     ]
     for path in report:
         kind = path.suffix.lstrip(".").lower()

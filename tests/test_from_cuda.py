@@ -149,3 +149,27 @@ def test_the_recipe_drops_a_padding_that_turns_trl_s_default_off():
     script = 'from trl import SFTConfig\n\nconfig = SFTConfig("out", bf16=True, torch_compile=True, pad_to_multiple_of=None)\n'
     code = migrate_python(script, "train.py", RulePlan.build(from_cuda=True)).code
     assert code.endswith('config = SFTConfig("out", bf16=True, torch_compile=True)\n')
+
+
+def test_device_defaults_computed_at_import_still_import_without_an_accelerator():
+    """A default or module setting runs at import: on a CPU-only machine (a laptop, CI) the migrated module must
+    import as the CUDA one did, and only fail, or fall back, where it is used."""
+    import torch
+
+    source = (
+        "import argparse\n\nimport torch\n\n"
+        "DEVICE = torch.device('cuda')\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--device', default='cuda')\n\n\n"
+        "def loader(data, device: torch.device = torch.device('cuda'), name='cuda:0', other='cuda'):\n"
+        "    return data\n\n\n"
+        "class Prefetch:\n"
+        "    def __init__(self, device=torch.device('cuda')):\n"
+        "        self.device = device\n"
+    )
+    migrated = migrate_python(source, "loader.py", RulePlan.build(from_cuda=True)).code
+    assert "torch.device('cuda')" not in migrated and "current_accelerator()" in migrated
+    assert torch.accelerator.current_accelerator() is None  # the default lane runs where there is no accelerator
+    namespace: dict = {"__name__": "loader"}
+    exec(compile(migrated, "loader.py", "exec"), namespace)
+    assert namespace["DEVICE"] is None and namespace["loader"]([1]) == [1]

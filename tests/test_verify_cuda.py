@@ -261,3 +261,31 @@ def test_a_step_the_original_scaler_skipped_is_named(project):
     divergence = json.loads(run.stdout)["divergence"]
     assert divergence["cause"].startswith("the original's GradScaler skipped the optimizer step of step 0")
     assert any(edit["rule"] == "NM611" for edit in divergence["edits"]), "the scaler's marker is listed"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _no_gpu(), reason="a GPU here runs the distributed branch")
+def test_a_script_that_goes_distributed_under_a_launcher_runs_its_one_device_path_without_one(project):
+    launched = _verify(project, "rank_switch.py", "--steps", "2", "--legacy-args", "--device cpu")
+    assert launched.returncode == 2, launched.stdout + launched.stderr  # RANK set: its nccl branch needs a GPU
+
+    run = _verify(project, "rank_switch.py", "--steps", "2", "--no-launcher", "--legacy-args", "--device cpu",
+                  "--format", "json")
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    data = json.loads(run.stdout)
+    assert data["outcome"] == "equal" and len(data["rows"]) == 2
+    assert data["legacy"]["device"] == "cpu (no GPU here: as --legacy-args asked)"
+    assert data["migrated"]["device"] == "neuron (emulated on CPU)"
+
+
+@pytest.mark.slow
+def test_the_side_that_computed_nothing_is_the_one_that_failed(project):
+    _edit(project / "migrated" / "mlp_loop.py", "import argparse\n", "import argparse\nraise SystemExit(0)\n")
+
+    run = _verify(project, "mlp_loop.py", "--steps", "2", "--format", "json")
+
+    assert run.returncode == 2, run.stdout + run.stderr
+    data = json.loads(run.stdout)
+    assert data["migrated"]["error"].startswith("nothing to compare")
+    assert not data["legacy"]["error"]

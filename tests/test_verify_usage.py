@@ -30,6 +30,7 @@ def scripts(tmp_path, monkeypatch):
     (["--steps", "0"], "--steps 0: run at least 1 step"),
     (["--nproc", "0"], "--nproc 0: run at least 1 rank"),
     (["--legacy-nproc", "-2"], "--legacy-nproc -2: run at least 1 rank"),
+    (["--no-launcher", "--nproc", "2"], "--no-launcher runs one rank per side: drop --nproc / --legacy-nproc"),
     (["--timeout", "0"], "--timeout 0: give a number of seconds above 0"),
     (["--legacy-args", "--name 'unclosed"], "--legacy-args \"--name 'unclosed\": No closing quotation"),
     (["--legacy-env", "XLA_USE_BF16"], "--legacy-env 'XLA_USE_BF16': expected NAME=VALUE"),

@@ -6,13 +6,14 @@ import contextlib
 import importlib.util
 import os
 import re
+import shlex
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 from neuron_migrate.report.verification import DIFFERENT, EQUAL, FAILED, Edit, SideRun, Verification
-from neuron_migrate.verify import causes, original, revision
+from neuron_migrate.verify import causes, original, program, revision
 from neuron_migrate.verify.compare import compare
 from neuron_migrate.verify.records import Record, global_view, load
 from neuron_migrate.verify.sides import (NUMERIC_VARS, Finished, Options, Side, legacy_side, migrated_side, recorded,
@@ -85,6 +86,8 @@ def _portable(options: Options, script: str | None) -> list[str]:
     words += [] if options.nproc == 1 else ["--nproc", str(options.nproc)]
     words += [] if options.legacy_nproc is None else ["--legacy-nproc", str(options.legacy_nproc)]
     words += [] if not options.no_dropout else ["--no-dropout"]
+    words += [] if options.launcher else ["--no-launcher"]
+    words += ["--legacy-args", shlex.join(options.legacy_args)] if options.legacy_args else []
     return [*words, *(["--script", script] if script else [])]
 
 
@@ -167,19 +170,27 @@ def _result(finished: list[Finished], legacy: Path, migrated: Path, options: Opt
     pairs = _pairs(records, result)
     if pairs:
         # a side that failed still shows the steps both finished, and whether they had parted by then
-        _compare_ranks(result, pairs, legacy, migrated, finished[0].side, complete_only=failed)
+        _compare_ranks(result, pairs, legacy, migrated, [done.side for done in finished], complete_only=failed)
     if failed:
         result.outcome = FAILED
         return result
     if not sum(result.compared.values()):
         result.outcome = FAILED
-        result.legacy.error = ("nothing to compare: the program made no optimizer step, called no model and read "
-                               "no batch")
+        # the side that recorded nothing failed to do its part; when both did, the program does nothing verify sees
+        silent = [run for run, record in zip(runs, records) if not _computed(record)]
+        for run in silent or runs[:1]:
+            run.error = ("nothing to compare: the program made no optimizer step, called no model and read no "
+                         "batch")
         return result
     _add_notes(result, records)
     _check_ranks(result, records)
     _check_device(result, records[1], finished[1].side, migrated)
     return result
+
+
+def _computed(record: dict[int, Record]) -> bool:
+    """Whether a side recorded anything it computed (a tensor or a loss), beyond its start and settings."""
+    return any(event.get("tensors") or event["kind"] == "loss" for rank in record.values() for event in rank.events)
 
 
 def _check_ranks(result: Verification, records: list[dict[int, Record]]) -> None:
@@ -235,7 +246,7 @@ def _pairs(records: list[dict[int, Record]], result: Verification) -> list[tuple
     return [(0, global_view(ours), global_view(theirs))]
 
 
-def _compare_ranks(result: Verification, pairs, legacy: Path, migrated: Path, legacy_side: Side,
+def _compare_ranks(result: Verification, pairs, legacy: Path, migrated: Path, sides: list[Side],
                    complete_only: bool) -> None:
     firsts = []
     for rank, ours, theirs in pairs:
@@ -258,20 +269,25 @@ def _compare_ranks(result: Verification, pairs, legacy: Path, migrated: Path, le
         return
     step, rank, first, ours, theirs = min(firsts, key=lambda entry: (entry[0], entry[1]))
     result.outcome = DIFFERENT
+    legacy_side = sides[0]
     legacy_env = {k: v for k, v in legacy_side.env.items() if k in causes.BF16_VARS}
-    result.divergence = causes.explain(first, ours, theirs, legacy_env, edits(legacy, migrated, legacy_side.kind),
-                                       original=legacy_side.kind)
+    found = edits(legacy, migrated, legacy_side.kind, scripts=(legacy_side.script, sides[1].script))
+    result.divergence = causes.explain(first, ours, theirs, legacy_env, found, original=legacy_side.kind)
     if first.what == "batch" and causes.ranks_alone([p[1] for p in pairs], [p[2] for p in pairs]):
         causes.lone_ranks(result.divergence)
     if len(pairs) > 1:
         result.notes.append(f"{len(pairs)} ranks compared; the first divergence is on rank {rank}")
 
 
-def edits(legacy: Path, migrated: Path, kind: str = original.LEGACY) -> list[Edit]:
+def edits(legacy: Path, migrated: Path, kind: str = original.LEGACY,
+          scripts: tuple[Path, Path] | None = None) -> list[Edit]:
     """What the rewrite does to the legacy project (from a check run, nothing written) and the markers it left
     in the migrated one: the places a divergence may come from. A script stands for its folder, where its
-    launcher and its modules are."""
+    launcher and its modules are; with the entry ``scripts`` of both sides, only the files each one imports
+    (and the folder's files that are not Python) count, not a sibling script's."""
     legacy, migrated = (path if path.is_dir() else path.parent for path in (legacy, migrated))
+    ours = program.program_files(scripts[0], legacy) if scripts else None
+    theirs = program.program_files(scripts[1], migrated) if scripts else None
     from neuron_migrate.config import ConfigError, load_config
     from neuron_migrate.migrate.runner import run
     from neuron_migrate.rules import catalog
@@ -285,9 +301,12 @@ def edits(legacy: Path, migrated: Path, kind: str = original.LEGACY) -> list[Edi
         report = None
     if report is not None:
         for file in report.files:
+            if ours is not None and not program.belongs(Path(file.path), ours):
+                continue
             for finding in file.findings:
                 found.append(Edit(finding.rule, file.path, finding.span.line, finding.message, list(finding.risks)))
-    return [*found, *causes.markers(migrated, risks_of)]
+    left = causes.markers(migrated, risks_of)
+    return [*found, *(edit for edit in left if theirs is None or program.belongs(Path(edit.path), theirs))]
 
 
 def _side_run(done: Finished, records: dict[int, Record], options: Options) -> SideRun:
@@ -298,7 +317,8 @@ def _side_run(done: Finished, records: dict[int, Record], options: Options) -> S
         start, stop = next(iter(record.of("start")), {}), next(iter(record.of("stop")), {})
         command = list(start.get("argv") or [])
         seconds = (stop.get("time") or 0) - (start.get("time") or 0) if stop.get("time") else 0.0
-    run = SideRun(done.side.name, str(done.side.script), command, str(done.side.cwd), _device(done, record),
+    run = SideRun(done.side.name, str(done.side.script), command, str(done.side.cwd),
+                  _device(done, record, bool(options.legacy_args)),
                   done.returncode, round(seconds, 2), record.steps, record.stopped, network=record.network,
                   environment=env, kind=done.side.kind)
     run.error = _error(done, record, options)
@@ -307,7 +327,7 @@ def _side_run(done: Finished, records: dict[int, Record], options: Options) -> S
     return run
 
 
-def _device(done: Finished, record: Record) -> str:
+def _device(done: Finished, record: Record, legacy_args: bool = False) -> str:
     """The device the side's tensors were on, as the recorder saw them (the legacy one is only known then)."""
     if done.side.name != "legacy":
         return done.side.device
@@ -315,19 +335,21 @@ def _device(done: Finished, record: Record) -> str:
     if seen is None:
         return ""  # it made no tensor the recorder saw
     if done.side.kind == original.CUDA:
-        return _cuda_device(seen, record)
+        return _cuda_device(seen, record, legacy_args)
     pjrt = done.side.env.get("PJRT_DEVICE")
     return f"{seen} (PJRT_DEVICE={pjrt})" if pjrt else seen
 
 
-def _cuda_device(seen: str, record: Record) -> str:
-    """Where a CUDA original ran: its GPU, or the CPU with the reason (no GPU, or the program's choice)."""
+def _cuda_device(seen: str, record: Record, legacy_args: bool = False) -> str:
+    """Where a CUDA original ran: its GPU, or the CPU with the reason (no GPU: the program's own fallback, or
+    what --legacy-args told it, such as ``--device cpu``)."""
     if seen == "cuda":
         gpu = next((e["gpu"] for e in record.of("settings") if e.get("gpu")), "")
         return f"cuda ({gpu})" if gpu else "cuda"
     start = next(iter(record.of("start")), {})
     if seen == "cpu" and start.get("cuda") is False:
-        return "cpu (no GPU here: the program's own fallback)"
+        return ("cpu (no GPU here: as --legacy-args asked)" if legacy_args
+                else "cpu (no GPU here: the program's own fallback)")
     return seen
 
 

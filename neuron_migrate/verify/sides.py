@@ -1,7 +1,9 @@
 """Run the legacy program and the migrated one, each under the recorder, side by side.
 
 Each side runs as under ``torchrun --nproc_per_node N``: with one rank the launcher's variables are set
-directly (no launcher process), with more ranks ``torch.distributed.run`` starts them. The legacy side runs
+directly (no launcher process), with more ranks ``torch.distributed.run`` starts them. ``launcher=False`` runs
+one rank as ``python SCRIPT`` with none of them: a script that takes a distributed branch whenever ``RANK`` is
+set (nanoGPT's shape) runs its single-device path then. The legacy side runs
 in the user's legacy interpreter; the migrated side on the neuron device when torch-neuronx is installed,
 otherwise on the CPU emulator. Both read the same seeds and, unless allowed otherwise, no network.
 """
@@ -42,6 +44,7 @@ class Options:
     env: dict[str, str] = field(default_factory=dict)  # both sides
     original: str | None = None  # "legacy" or "cuda" (verify/original.py); None: read from the original's source
     original_records: Path | None = None  # compare these records of the original instead of running it
+    launcher: bool = True  # one rank still gets torchrun's variables; off: run as `python SCRIPT` (RANK unset)
 
 
 @dataclass
@@ -118,7 +121,7 @@ def environment(name: str, records: Path, options: Options, extra_path: list[str
     env["NEURON_MIGRATE_VERIFY_NETWORK"] = "1" if options.allow_network else "0"
     env["NEURON_MIGRATE_VERIFY_NO_DROPOUT"] = "1" if options.no_dropout else "0"
     env["MASTER_ADDR"], env["MASTER_PORT"] = "127.0.0.1", str(free_port())
-    if ranks(name, options) == 1:
+    if ranks(name, options) == 1 and options.launcher:
         env.update({"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1"})
     return env
 

@@ -26,9 +26,8 @@ def main(out):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 1)).cuda()
     if distributed:
-        # without device_ids: with them DDP moves inputs on side streams (record_stream), which the CPU emulator
-        # of the device does not have
-        model = DDP(model)
+        # with device_ids, DDP moves the inputs on side streams and records them (record_stream)
+        model = DDP(model, device_ids=[local_rank])
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     inputs = torch.randn(64, 16)
     targets = inputs.sum(dim=1, keepdim=True)

@@ -365,7 +365,14 @@ def _scalar(func, args, kwargs):
     return func(args[0]._payload)
 
 
+def _record_stream(func, args, kwargs):
+    """``tensor.record_stream(stream)`` (DDP's input scatter calls it): a hint that keeps memory alive until a
+    stream is done with it; the emulated device runs in order on the host, so there is nothing to keep."""
+    return None
+
+
 _SPECIAL = {
     aten._to_copy.default: _to_copy,
     aten._local_scalar_dense.default: _scalar,
+    aten.record_stream.default: _record_stream,
 }

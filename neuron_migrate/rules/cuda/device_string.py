@@ -64,6 +64,29 @@ def _bare_cuda(node: cst.CSTNode) -> bool:
 DEVICE_TYPE_TESTS = Fact("cuda_device_type_tests", _device_type_tests)
 
 
+def _device_names(ctx) -> frozenset[str]:
+    """Names the module passes where a device goes (``map_location=loc``, ``device=where``, ``.to(target)``,
+    ``torch.device(name)``): a ``"cuda"`` string bound to one of them is a device, whatever the name says."""
+    found: set[str] = set()
+    stack: list[cst.CSTNode] = [ctx.module]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call):
+            method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
+            is_device = method in DEVICE_METHODS or (method == "device" and isinstance(node.func.value, cst.Name)
+                                                     and node.func.value.value == "torch")
+            for position, arg in enumerate(node.args):
+                keyword = arg.keyword.value if arg.keyword is not None else None
+                positional = position == 0 and keyword is None and is_device
+                if isinstance(arg.value, cst.Name) and (positional or keyword in DEVICE_KEYWORDS):
+                    found.add(arg.value.value)
+        stack.extend(c for c in node.children if isinstance(c, cst.CSTNode))
+    return frozenset(found)
+
+
+DEVICE_NAMES = Fact("cuda_device_names", _device_names)
+
+
 @register
 class DeviceString(CudaRule):
     """``"cuda"`` / ``"cuda:N"`` / ``f"cuda:{i}"`` where a device is meant -> the accelerator
@@ -71,7 +94,8 @@ class DeviceString(CudaRule):
     device parameters take a string only, and a default or setting computed at import must not fail where
     there is no accelerator): the GPU on a
     GPU, the neuron device on Trainium. Device positions: ``device=``, ``map_location=``, ``.to(...)``,
-    ``torch.device(...)``, a variable or parameter named ``*device*``, a ``--device`` option's default and
+    ``torch.device(...)``, a variable or parameter named ``*device*`` or passed to one of those positions
+    (``loc = f"cuda:{rank}"`` then ``map_location=loc``), a ``--device`` option's default and
     ``getattr(args, "device", "cuda")``. A comparison with
     "cuda" is not rewritten (what the branch turns on may be CUDA-only): it gets a TODO; but in
     ``device_type = "cuda" if "cuda" in device else "cpu"`` both strings become the accelerator's name, so the
@@ -112,6 +136,11 @@ class DeviceString(CudaRule):
         first = args[0] if args else None
         if first is None or (first.keyword is not None and first.keyword.value != "type"):
             return updated
+        match = cuda_string(first.value)
+        if len(args) == 1 and match is not None and match.group(1) is None:
+            # the accelerator's device itself: None rather than an error where there is none, so a default
+            # computed at import (``def f(device=torch.device("cuda"))``) still imports on a CPU-only machine
+            return self.ctx.expr(accelerator(self.ctx))
         new = self._string(first.value)
         if new is None:
             return updated
@@ -166,8 +195,9 @@ class DeviceString(CudaRule):
 
     # ----- a variable that holds the device ------------------------------------------------------
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign):
-        names = [t.target for t in updated.targets]
-        if not any(isinstance(n, cst.Name) and "device" in n.value.lower() for n in names):
+        names = [t.target for t in updated.targets if isinstance(t.target, cst.Name)]
+        used = self.ctx.fact(DEVICE_NAMES)
+        if not any("device" in n.value.lower() or n.value in used for n in names):
             return updated
         new = self._string(updated.value)
         return updated if new is None else Edit(updated.with_changes(value=new), safe=True)
