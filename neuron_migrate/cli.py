@@ -538,7 +538,9 @@ def _audit_models(specs, output_format, output, seconds, jobs) -> None:
     elif output_format is AuditFormat.md:
         body = "\n".join(text.card_markdown(c) for c in cards)
     elif output_format is AuditFormat.html:
-        body = text.cards_html(cards)
+        # an existing rewrite or audit report gets the cards as a section of its own; any other path a page
+        existing = output.read_text(encoding="utf-8", errors="replace") if output and output.is_file() else ""
+        body = text.embed(existing, cards) or text.cards_html(cards)
     else:
         body = "\n\n".join(text.card_text(c) for c in cards)
     if output is not None:

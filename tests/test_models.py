@@ -55,6 +55,45 @@ def test_a_hybrid_keeps_a_layer_of_each_kind():
     assert len(set(listed.layer_types)) == 2 and listed.num_hidden_layers == len(listed.layer_types)
 
 
+def test_a_vision_config_gets_a_small_picture_and_narrow_stages():
+    vit, swin, convnext = _shrunk("vit"), _shrunk("swin"), _shrunk("convnext")
+
+    assert (vit.image_size, vit.patch_size, vit.hidden_size) == (64, 8, 64)
+    # the last stage of a windowed model is one window, as in a real checkpoint
+    assert swin.window_size == 2 and swin.image_size == swin.patch_size * 2 * 2 ** (len(swin.depths) - 1)
+    assert all(d <= 2 for d in swin.depths) and all(h <= 2 for h in swin.num_heads)
+    assert convnext.num_stages == len(convnext.depths) == 4, "a stage count that reads as the depth follows the list"
+    assert list(convnext.hidden_sizes) == [32, 64, 128, 256]
+
+
+def test_a_diffusers_config_names_its_class(tmp_path):
+    from neuron_migrate.analyzers.models import check_spec
+    from neuron_migrate.analyzers.models.tiny import read_spec
+
+    known, unknown = tmp_path / "known.json", tmp_path / "unknown.json"
+    known.write_text(json.dumps({"_class_name": "FluxTransformer2DModel", "guidance_embeds": True}))
+    unknown.write_text(json.dumps({"_class_name": "MyTransformerModel"}))
+
+    spec = read_spec(str(known))
+    assert (spec.model_type, spec.config["guidance_embeds"]) == ("FluxTransformer2DModel", True)
+    assert check_spec(str(known)) == "" and check_spec("UNet2DConditionModel") == ""
+    assert check_spec(str(unknown)).startswith("--model: no tiny recipe for the diffusers class 'MyTransformerModel'")
+
+
+def test_the_cards_are_a_section_of_a_rewrite_or_audit_report():
+    from neuron_migrate.analyzers.models.text import embed
+    from neuron_migrate.report.html import REPORT_HEADING
+
+    page = f"<html><body><header>{REPORT_HEADING}</header><main><section id=\"files\">x</section></main></body></html>"
+    once = embed(page, [_card(source="llama", verdict=READY)])
+    twice = embed(once, [_card(source="vit", verdict=WARNINGS)])
+
+    assert once.index('<section id="model-readiness">') < once.index("</main>")
+    assert twice.count('<section id="model-readiness">') == 1 and "vit: ready with warnings" in twice
+    assert "llama" not in twice, "a later card replaces the section"
+    assert embed("<html>another page</html>", [_card()]) is None
+
+
 def test_an_encoder_decoder_gets_a_decoder_start_token():
     assert _shrunk("t5").decoder_start_token_id == 0
 
@@ -168,8 +207,8 @@ def test_audit_model_usage_errors_exit_2(audit, args, error):
     assert error in result.output
 
 
-def test_three_architectures_and_a_planted_model_get_their_cards(tmp_path, monkeypatch):
-    # one worker makes the four cards, one after the other: torch and transformers are imported once
+def test_each_family_and_a_planted_model_get_their_cards(tmp_path, monkeypatch):
+    # one worker makes the cards one after the other: torch and transformers are imported once
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     from neuron_migrate.analyzers.models.runs import cards_in_processes
@@ -177,7 +216,8 @@ def test_three_architectures_and_a_planted_model_get_their_cards(tmp_path, monke
     monkeypatch.setenv("HF_MODULES_CACHE", str(tmp_path / "modules"))  # where the planted model's code is copied
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
 
-    dense, moe, encoder, planted = cards_in_processes(["llama", "mixtral", "distilbert", str(PLANTED)], 1, 300)
+    specs = ["llama", "mixtral", "distilbert", str(PLANTED), "vit", "DiTTransformer2DModel"]
+    dense, moe, encoder, planted, vision, diffusion = cards_in_processes(specs, 1, 300)
 
     assert dense.verdict == READY, card_text(dense)
     assert (dense.decode_graphs, dense.generate_recompiles, dense.train_graph_breaks) == (1, 0, 0)
@@ -191,6 +231,14 @@ def test_three_architectures_and_a_planted_model_get_their_cards(tmp_path, monke
     assert {p.phase for p in nonzero} >= {"forward", "train"}
     assert {p.where for p in nonzero} == {f"planted/modeling_planted.py:{PLANTED_LINE}"}
     assert any("nonzero_static" in p.fix for p in nonzero)
+    # an image classifier: no generation; transformers sets config.problem_type at its first loss: one recompile
+    assert vision.verdict == WARNINGS and vision.generates is False, card_text(vision)
+    assert (vision.train_graph_breaks, vision.train_recompiles) == (0, 1)
+    assert "problem_type" in vision.problems[0].what and "before compiling" in vision.problems[0].fix
+    # a diffusion transformer: a compiled denoising loop over several timesteps, one graph
+    assert diffusion.verdict == READY and diffusion.kind == "diffusers", card_text(diffusion)
+    assert (diffusion.decode_graphs, diffusion.generate_recompiles, diffusion.train_graph_breaks) == (1, 0, 0)
+    assert "denoise   compiled: 1 graph, 0 recompiles over 4 timesteps" in card_text(diffusion)
 
 
 @pytest.mark.slow  # a card made end to end through the command line
@@ -232,7 +280,7 @@ def test_every_data_file_of_the_package_ships_with_it():
 
 def test_a_missing_cpu_kernel_under_a_wrapper_is_the_devices_to_judge():
     pytest.importorskip("torch")
-    from neuron_migrate.analyzers.models.card import UNCHECKED_SEVERITY, _failure
+    from neuron_migrate.analyzers.models.card import UNCHECKED_SEVERITY, failure
 
     try:
         try:
@@ -240,8 +288,8 @@ def test_a_missing_cpu_kernel_under_a_wrapper_is_the_devices_to_judge():
         except NotImplementedError as inner:
             raise RuntimeError("RuntimeError when making fake tensor call") from inner
     except RuntimeError as wrapped:
-        unchecked = _failure("train", "the compiled training step failed", wrapped)
-    error = _failure("forward", "the forward pass failed", ValueError("shapes differ"))
+        unchecked = failure("train", "the compiled training step failed", wrapped)
+    error = failure("forward", "the forward pass failed", ValueError("shapes differ"))
 
     assert unchecked.severity == UNCHECKED_SEVERITY
     assert unchecked.what.endswith("""NotImplementedError: "histogram_cpu" not implemented for 'Int'""")

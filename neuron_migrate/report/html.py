@@ -200,7 +200,7 @@ def header(report: Report) -> str:
         f"{esc(report.command)} · {esc(report.mode)} mode · {t['files']} {plural(t['files'], 'file')} "
         f"in {report.duration_seconds:.2f} s · neuron-migrate {esc(report.tool_version)}"
     )
-    return f'<header><h1>neuron-migrate report</h1><p class="meta">{meta}</p></header>'
+    return f'<header>{REPORT_HEADING}<p class="meta">{meta}</p></header>'
 
 
 def cards(report: Report) -> str:
@@ -457,3 +457,17 @@ def esc(value: object) -> str:
 
 def plural(n: int, word: str) -> str:
     return word if n == 1 else word + "s"
+
+
+REPORT_HEADING = "<h1>neuron-migrate report</h1>"  # the page render() makes, for rewrite and audit alike
+
+
+def embed(page: str, section_id: str, section: str) -> str | None:
+    """``page``, a report of ``render()``, with ``section`` (``<section id="{section_id}">...</section>``) as its
+    last section, replacing an earlier one of that id; None when ``page`` is not such a report."""
+    if REPORT_HEADING not in page or "</main>" not in page:
+        return None
+    page = re.sub(rf'<section id="{re.escape(section_id)}">.*?</section>\n?', "", page, flags=re.S)
+    head, _, tail = page.rpartition("</main>")
+    return f"{head}{section}\n</main>{tail}"
+

@@ -8,8 +8,8 @@ edits that touch it, and each side's command.
 from __future__ import annotations
 
 import math
-import re
 
+from neuron_migrate.report import html
 from neuron_migrate.report.html import STYLE, esc
 from neuron_migrate.report.verification import SideRun, Verification
 from neuron_migrate.report.verification_text import difference, explanation, headline, number, shown, verdict
@@ -43,18 +43,12 @@ def render(result: Verification) -> str:
                       "<body>", *body, "</body>", "</html>", ""])
 
 
-REPORT_HEADING = "<h1>neuron-migrate report</h1>"  # the rewrite report's page (report/html.py)
-SECTION = re.compile(r'<section id="verification">.*?</section>\n?', re.S)
 
 
 def embed(page: str, result: Verification) -> str | None:
     """The rewrite report ``page`` with this verification as its last section (replacing an earlier one), or
     None when ``page`` is not a rewrite report."""
-    if REPORT_HEADING not in page or "</main>" not in page:
-        return None
-    page = SECTION.sub("", page)
-    head, _, tail = page.rpartition("</main>")
-    return f"{head}{section(result)}\n</main>{tail}"
+    return html.embed(page, "verification", section(result))
 
 
 def section(result: Verification) -> str:

@@ -10,6 +10,7 @@ import json
 import os
 import time
 
+from neuron_migrate.analyzers.models import diffusion
 from neuron_migrate.analyzers.models.card import build_card
 from neuron_migrate.analyzers.models.tiny import read_spec
 
@@ -26,7 +27,9 @@ def main() -> int:
     item = (options.first, options.spec)
     while item is not None:
         number, spec = item
-        _write(os.path.join(options.out, f"{number}.json"), build_card(read_spec(spec)).to_dict())
+        found = read_spec(spec)
+        run = diffusion.build if diffusion.is_diffusers(found) else None
+        _write(os.path.join(options.out, f"{number}.json"), build_card(found, run).to_dict())
         item = _next(options.queue) if options.queue else None
     return 0
 

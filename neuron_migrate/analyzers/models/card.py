@@ -30,26 +30,28 @@ from neuron_migrate.analyzers.models.model import (
     Problem,
     verdict,
 )
+from neuron_migrate.analyzers.models.inputs import Inputs, model_inputs
 from neuron_migrate.analyzers.models.tiny import Spec, TinyConfigError, tiny_config
 
-PROMPT_TOKENS = 16
 NEW_TOKENS = 24
 TRAIN_STEPS = 2
 MAX_PARAMETERS = 40_000_000  # a "tiny" model above this is a config field the shrinking missed
 
-def build_card(spec: Spec) -> Card:
-    """Run the card of ``spec`` in this process (the emulator is activated when there is no real device)."""
+def build_card(spec: Spec, run=None) -> Card:
+    """Run the card of ``spec`` in this process (the emulator is activated when there is no real device):
+    ``run(card, spec)`` makes it, the phases of a transformers model by default."""
     started = time.perf_counter()
     card = Card(architecture=spec.model_type, source=spec.source)
     try:
-        _run(card, spec)
+        (run or _run)(card, spec)
     finally:
         card.seconds = round(time.perf_counter() - started, 1)
         card.verdict = verdict(card)
     return card
 
 
-def _run(card: Card, spec: Spec) -> None:
+def on_the_device(card: Card) -> bool:
+    """Put the card on the neuron device, the emulator where there is no Trainium; True on the real one."""
     import warnings
 
     warnings.filterwarnings("ignore")
@@ -60,6 +62,11 @@ def _run(card: Card, spec: Spec) -> None:
         emulator.activate(banner=False)
         card.notes.append(NO_DEVICE_NOTE)
     card.device = "neuron" if real else "neuron (emulated on CPU)"
+    return real is not None
+
+
+def _run(card: Card, spec: Spec) -> None:
+    real = on_the_device(card)
     import torch
     import transformers
 
@@ -69,18 +76,17 @@ def _run(card: Card, spec: Spec) -> None:
     model = _build(card, spec)
     if model is None:
         return
-    if real is None:
+    if not real:
         _stand_in_cpu_gaps(card)
     _check_dtypes(card, model)
-    ids = torch.randint(3, min(model.config.get_text_config().vocab_size, 500), (1, PROMPT_TOKENS),
-                        generator=torch.Generator().manual_seed(0)).to("neuron")
-    card.generates = _can_generate(model)
-    ran = _forward(card, model, ids)
+    inputs = model_inputs(model)
+    card.generates = inputs.prompt is not None and _can_generate(model)
+    ran = _forward(card, model, inputs)
     if any(p.phase == "build" for p in card.problems):
         return  # the tiny model is broken on the CPU too: the rest would only repeat it
     if ran and card.generates:
-        _generate(card, model, ids)
-    _train(card, model, ids)
+        _generate(card, model, inputs.prompt)
+    _train(card, model, inputs)
 
 
 def _build(card: Card, spec: Spec):
@@ -89,6 +95,7 @@ def _build(card: Card, spec: Spec):
     try:
         config = tiny_config(spec)
         auto = auto_class(config)
+        _name_the_architecture(config, auto)
         remote = {"trust_remote_code": True} if spec.folder else {}  # the user's own modeling code, on disk
         with torch.device("meta"):
             shape = auto.from_config(config, **remote)
@@ -100,30 +107,41 @@ def _build(card: Card, spec: Spec):
         model = auto.from_config(config, **remote)
     except Exception as exc:  # noqa: BLE001 - whatever stops the build is the card's answer
         message = str(exc) if isinstance(exc, TinyConfigError) else f"the tiny model cannot be built: {_line(exc)}"
-        card.problems.append(Problem("build", "error", message, where=_where_of(exc)))
+        card.problems.append(Problem("build", "error", message, where=where_of(exc)))
         return None
     card.model_class = type(model).__name__
     try:
         return model.to("neuron").eval()
     except Exception as exc:  # noqa: BLE001
         card.problems.append(Problem("forward", "error", f"moving the model to neuron failed: {_line(exc)}",
-                                     where=_where_of(exc)))
+                                     where=where_of(exc)))
         return None
 
 
 # the model heads a card is made with, in this order: the first whose mapping knows the architecture
-HEADS = ("AutoModelForCausalLM", "AutoModelForSeq2SeqLM", "AutoModelForMaskedLM")
+HEADS = ("AutoModelForCausalLM", "AutoModelForSeq2SeqLM", "AutoModelForMaskedLM", "AutoModelForImageClassification")
 
 
 def auto_class(config):
-    """The transformers auto class that builds a trainable language-model head for ``config``."""
+    """The transformers auto class that builds a trainable head for ``config``: a language-model head, else an
+    image classifier."""
     import transformers
 
     for name in HEADS:
         auto = getattr(transformers, name)
         if type(config) in auto._model_mapping or _remote_class(config, name):
             return auto
-    raise TinyConfigError(f"{type(config).__name__} has no causal LM, seq2seq LM or masked LM head in transformers")
+    raise TinyConfigError(f"{type(config).__name__} has no causal LM, seq2seq LM, masked LM or image "
+                          "classification head in transformers")
+
+
+def _name_the_architecture(config, auto) -> None:
+    """An auto class mapped to several model classes (DeiT's classifier with and without its teacher) picks by
+    the config's ``architectures``, which a checkpoint sets and a config made from scratch leaves empty: the
+    first of them is the one a checkpoint of the head names."""
+    mapped = auto._model_mapping[type(config)] if type(config) in auto._model_mapping else None
+    if isinstance(mapped, (list, tuple)) and mapped and not getattr(config, "architectures", None):
+        config.architectures = [mapped[0].__name__]
 
 
 def _remote_class(config, name: str) -> bool:
@@ -137,22 +155,18 @@ def _check_dtypes(card: Card, model) -> None:
                                      fix=REFUSED_DTYPES[dtype]))
 
 
-def _forward(card: Card, model, ids) -> bool:
+def _forward(card: Card, model, inputs: Inputs) -> bool:
     import torch
 
-    with _watch() as watch, torch.no_grad():
+    with watching() as watch, torch.no_grad():
         try:
-            model(input_ids=ids, **_decoder_inputs(model, ids))
+            model(**inputs.forward)
         except Exception as exc:  # noqa: BLE001
-            card.problems.append(_failure("forward", "the forward pass failed", exc, cpu_check=model))
+            card.problems.append(failure("forward", "the forward pass failed", exc,
+                                         cpu_check=lambda: _fails_on_the_cpu(model)))
             return False
-    _add_findings(card, "forward", watch)
+    add_findings(card, "forward", watch)
     return True
-
-
-def _decoder_inputs(model, ids) -> dict:
-    """An encoder-decoder's forward needs the decoder's tokens too (training derives them from the labels)."""
-    return {"decoder_input_ids": ids} if getattr(model.config, "is_encoder_decoder", False) else {}
 
 
 def _can_generate(model) -> bool:
@@ -163,12 +177,12 @@ def _generate(card: Card, model, ids) -> None:
     import torch._dynamo
 
     torch._dynamo.reset()
-    with _watch() as watch:
+    with watching() as watch:
         try:
             model.generate(ids, max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False,
                            cache_implementation="static", attention_mask=torch.ones_like(ids))
         except Exception as exc:  # noqa: BLE001
-            card.problems.append(_failure("generate", "generate() with a static cache failed", exc,
+            card.problems.append(failure("generate", "generate() with a static cache failed", exc,
                                           fix=_static_cache_fix(exc)))
             return
     summary = watch.summary()
@@ -176,10 +190,10 @@ def _generate(card: Card, model, ids) -> None:
     if not summary.graphs:
         card.problems.append(Problem("generate", "warning", "transformers did not compile the decode step: "
                                      "every token runs eager", fix=_no_compile_fix(model)))
-    _add_findings(card, "generate", watch)
+    add_findings(card, "generate", watch)
 
 
-def _train(card: Card, model, ids) -> None:
+def _train(card: Card, model, inputs: Inputs) -> None:
     import torch
     import torch._dynamo
 
@@ -187,20 +201,27 @@ def _train(card: Card, model, ids) -> None:
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     compiled = torch.compile(model, backend="neuron")
-    with _watch(TRAIN_STEPS) as watch:
+    with watching(TRAIN_STEPS) as watch:
         try:
             for _ in range(TRAIN_STEPS):
-                loss = compiled(input_ids=ids, labels=ids).loss
+                loss = _loss(compiled(**inputs.train))
                 loss.backward()
                 optimizer.step()
                 optimizer.zero_grad()
         except Exception as exc:  # noqa: BLE001
-            card.problems.append(_failure("train", "the compiled training step failed", exc))
+            card.problems.append(failure("train", "the compiled training step failed", exc))
             return
     summary = watch.summary()
     card.train_graphs, card.train_graph_breaks = summary.graphs, summary.graph_breaks
     card.train_recompiles = summary.recompiles
-    _add_findings(card, "train", watch)
+    add_findings(card, "train", watch)
+
+
+def _loss(output):
+    """The loss the model computed from the labels; a model the auto class maps to a class without a head (no
+    loss) trains on the mean of its first output, which compiles the same graph shapes."""
+    loss = getattr(output, "loss", None)
+    return loss if loss is not None else output[0].float().mean()
 
 
 # what each runtime finding means for a card: phase-independent severity and, for the generation loop's own host
@@ -210,7 +231,7 @@ SEVERITY = {"NA501": "warning", "NA502": "warning", "NA503": "warning", "NA504":
 GENERATION_LOOP = ("transformers/generation/",)
 
 
-def _add_findings(card: Card, phase: str, watch) -> None:
+def add_findings(card: Card, phase: str, watch) -> None:
     for finding in watch.findings():
         where = _relative(finding.path, finding.span.line)
         syncs = finding.rule.startswith("NA2") or finding.rule == "NA504"
@@ -218,8 +239,20 @@ def _add_findings(card: Card, phase: str, watch) -> None:
             continue  # generate()'s own per-token checks, on every architecture alike
         if syncs:
             card.host_syncs += 1
+        own = (*(f"{name}/" for name in LIBRARIES), *(os.path.basename(f) + "/" for f in _MODEL_CODE))
+        if not where.startswith(own):
+            where = ""  # a line of the standard library or of torch says nothing of the model
+        fix = next((fix for pattern, fix in KNOWN_FIXES if pattern.search(finding.message)), finding.fix)
         card.problems.append(Problem(phase, SEVERITY.get(finding.rule, "warning"), finding.message, where=where,
-                                     fix=finding.fix, rule=finding.rule))
+                                     fix=fix, rule=finding.rule))
+
+
+# causes whose fix is known better than the analyzer's general advice, by what the finding says
+KNOWN_FIXES = (
+    (re.compile(r"config\.problem_type` switched"),
+     'set model.config.problem_type (for example "single_label_classification") before compiling: transformers '
+     "sets it at the first loss it computes, which recompiles the second step"),
+)
 
 
 def _stand_in_cpu_gaps(card: Card) -> None:
@@ -260,20 +293,21 @@ def _caller_in_transformers() -> str:
     return _relative(frames[-1].filename, frames[-1].lineno or 0) if frames else ""
 
 
-def _failure(phase: str, what: str, exc: BaseException, fix: str = "", cpu_check=None) -> Problem:
+def failure(phase: str, what: str, exc: BaseException, fix: str = "", cpu_check=None) -> Problem:
+    """``cpu_check()`` says whether the same call fails on the CPU (a forward pass's failure asks it)."""
     """A phase that raised: an op the emulator's CPU has no kernel for is the device's to judge, not an error;
     a forward pass that fails the same way on the CPU says nothing of the device: the tiny model itself is
     broken (a size the shrinking left inconsistent, or a config transformers cannot run), and no card is made."""
     if _cpu_kernel_missing(exc):
-        return Problem(phase, UNCHECKED_SEVERITY, f"{what}: {_line(_root(exc) or exc)}", where=_where_of(exc),
+        return Problem(phase, UNCHECKED_SEVERITY, f"{what}: {_line(_root(exc) or exc)}", where=where_of(exc),
                        fix=ONLY_THE_DEVICE)
     if _emulator_trace_limit(exc):
         return Problem(phase, UNCHECKED_SEVERITY, f"{what}: {EMULATOR_TRACE_LIMIT}", where=_traced_line(exc),
                        fix="make the card on a Trainium host")
-    if cpu_check is not None and _fails_on_the_cpu(cpu_check):
+    if cpu_check is not None and cpu_check():
         return Problem("build", "error", f"the tiny model fails on the CPU too, so no card is made: {_line(exc)}",
-                       where=_where_of(exc))
-    return Problem(phase, "error", f"{what}: {_line(exc)}", where=_where_of(exc), fix=fix)
+                       where=where_of(exc))
+    return Problem(phase, "error", f"{what}: {_line(exc)}", where=where_of(exc), fix=fix)
 
 
 # torch.compile traces with fake tensors; a constant moved to the emulated device there (``torch.tensor(0).to(
@@ -291,7 +325,7 @@ def _emulator_trace_limit(exc: BaseException) -> bool:
 def _traced_line(exc: BaseException) -> str:
     """The innermost transformers line of dynamo's "from user code" trace in the message."""
     found = re.findall(r'File "([^"]+)", line (\d+)', str(exc))
-    inside = [(f, int(n)) for f, n in found if f"{os.sep}transformers{os.sep}" in f]
+    inside = [(f, int(n)) for f, n in found if _in_library(f)]
     return _relative(*inside[-1]) if inside else ""
 
 
@@ -302,10 +336,8 @@ def _fails_on_the_cpu(model) -> bool:
 
     try:
         twin = copy.deepcopy(model).to("cpu")
-        ids = torch.randint(3, 500, (1, PROMPT_TOKENS), generator=torch.Generator().manual_seed(0)) % min(
-            model.config.get_text_config().vocab_size, 500)
         with torch.no_grad():
-            twin(input_ids=ids, **_decoder_inputs(twin, ids))
+            twin(**model_inputs(twin, "cpu").forward)
     except Exception:  # noqa: BLE001 - any failure on the CPU is the answer
         return True
     return False
@@ -333,12 +365,14 @@ def _root(exc: BaseException) -> BaseException | None:
     return next((e for e in _chain(exc) if CPU_KERNEL_MISSING.search(str(e))), None)
 
 
-def _watch(steps: int = 1):
-    import transformers
+def watching(steps: int = 1):
+    import importlib.util
 
     from neuron_migrate.analyzers.runtime.session import Watch
 
-    return Watch(steps, user_roots=[os.path.dirname(transformers.__file__), *_MODEL_CODE, *_code_copies()])
+    found = [importlib.util.find_spec(name) for name in LIBRARIES]
+    roots = [os.path.dirname(spec.origin) for spec in found if spec is not None and spec.origin]
+    return Watch(steps, user_roots=[*roots, *_MODEL_CODE, *_code_copies()])
 
 
 def _code_copies() -> list[str]:
@@ -354,22 +388,30 @@ _MODEL_CODE: list[str] = []  # the folder of a model with its own modeling code,
 
 
 def _relative(path: str, line: int) -> str:
-    marker = f"{os.sep}transformers{os.sep}"
     text = path.replace(os.sep, "/")
     copy = f"{os.sep}transformers_modules{os.sep}"
+    library = next((name for name in LIBRARIES if f"{os.sep}{name}{os.sep}" in path), None)
     if _MODEL_CODE and copy in path:  # the model folder's own file, as transformers copied it
         text = f"{os.path.basename(_MODEL_CODE[0])}/{os.path.basename(path)}"
-    elif marker in path:
-        text = "transformers/" + path.split(marker, 1)[1].replace(os.sep, "/")
+    elif library is not None:
+        text = f"{library}/" + path.split(f"{os.sep}{library}{os.sep}", 1)[1].replace(os.sep, "/")
     return f"{text}:{line}" if line else text
 
 
-def _where_of(exc: BaseException) -> str:
-    """The innermost frame of transformers' code in the exception's traceback."""
+# the libraries whose model code a card names lines of
+LIBRARIES = ("transformers", "diffusers")
+
+
+def _in_library(path: str) -> bool:
+    return any(f"{os.sep}{name}{os.sep}" in path for name in LIBRARIES)
+
+
+def where_of(exc: BaseException) -> str:
+    """The innermost frame of the model's library code (transformers, diffusers) in the exception's traceback."""
     import traceback
 
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
-              if f"{os.sep}transformers{os.sep}" in f.filename or f"{os.sep}transformers_modules{os.sep}" in f.filename]
+              if _in_library(f.filename) or f"{os.sep}transformers_modules{os.sep}" in f.filename]
     return _relative(frames[-1].filename, frames[-1].lineno or 0) if frames else ""
 
 

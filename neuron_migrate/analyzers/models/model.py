@@ -33,6 +33,7 @@ class Card:
     source: str  # what the user named
     model_class: str = ""
     generates: bool | None = None  # whether the model has generate() (an encoder has not)
+    kind: str = "transformers"  # the library of the model: transformers, or diffusers (a denoising loop)
     verdict: str = NOT_BUILT
     parameters: int = 0
     decode_graphs: int | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 
 from neuron_migrate.analyzers.models.model import Card, Problem
+from neuron_migrate.report import html as report_html
 
 
 def card_text(card: Card) -> str:
@@ -23,7 +24,10 @@ def _phases(card: Card) -> list[tuple[str, str]]:
     if card.decode_graphs is None and card.train_graphs is None:
         return []
     phases = []
-    if card.decode_graphs is not None:
+    if card.decode_graphs is not None and card.kind == "diffusers":
+        phases.append(("denoise", f"compiled: {_n(card.decode_graphs, 'graph')}, "
+                                  f"{_n(card.generate_recompiles or 0, 'recompile')} over 4 timesteps"))
+    elif card.decode_graphs is not None:
         phases.append(("generate", f"static cache: {_n(card.decode_graphs, 'decode graph')}, "
                                    f"{_n(card.generate_recompiles or 0, 'recompile')}; the prefill runs eager"))
     if card.train_graphs is not None:
@@ -73,7 +77,24 @@ def cards_html(cards: list[Card]) -> str:
             f"<style>{STYLE}</style></head><body><h1>Model readiness on the neuron device</h1>{body}</body></html>\n")
 
 
-def _card_html(card: Card) -> str:
+SECTION_ID = "model-readiness"
+
+
+def embed(page: str, cards: list[Card]) -> str | None:
+    """A rewrite or audit report ``page`` with the cards as its last section (replacing earlier cards), or None
+    when ``page`` is not such a report."""
+    cards_part = "".join(_card_html(card, level=3) for card in cards)
+    section = (f'<section id="{SECTION_ID}"><style>{STYLE_IN_REPORT}</style><h2>Model readiness on the neuron '
+               f"device</h2>{cards_part}</section>")
+    return report_html.embed(page, SECTION_ID, section)
+
+
+# inside a report the page's own look stays: only the severities get their colors
+STYLE_IN_REPORT = ("#model-readiness .error{color:#b00}#model-readiness .warning{color:#a60}"
+                   "#model-readiness .unchecked{color:#06a}")
+
+
+def _card_html(card: Card, level: int = 2) -> str:
     e = html.escape
     phases = "".join(f"<li>{e(name)}: {e(text)}</li>" for name, text in _phases(card))
     rows = "".join(f"<tr><td class=\"{e(p.severity)}\">{e(p.severity)}</td><td>{e(p.phase)}</td>"
@@ -82,6 +103,7 @@ def _card_html(card: Card) -> str:
     table = (f"<table><tr><th>severity</th><th>phase</th><th>where</th><th>problem</th><th>fix</th></tr>{rows}"
              f"</table>") if rows else ""
     notes = "".join(f"<p><em>{e(note)}</em></p>" for note in card.notes)
-    return (f"<section><h2>{e(card.source)}: {e(card.verdict)}</h2><p><code>{e(card.model_class)}</code>, "
+    return (f"<div class=\"card\"><h{level}>{e(card.source)}: {e(card.verdict)}</h{level}><p><code>"
+            f"{e(card.model_class)}</code>, "
             f"{card.parameters:,} parameters (tiny), {card.seconds:.1f} s on {e(card.device)}</p>"
-            f"<ul>{phases}</ul>{table}{notes}</section>")
+            f"<ul>{phases}</ul>{table}{notes}</div>")

@@ -42,6 +42,14 @@ SMALL_DIMS = {"head_dim": HEAD_DIM, "kv_lora_rank": 16, "q_lora_rank": 32, "qk_r
 # token ids of the original vocabulary that must stay inside the tiny one
 TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id", "sep_token_id",
              "cls_token_id", "mask_token_id", "unk_token_id", "image_token_id", "image_token_index")
+# vision: the picture and its patches (a ViT of a 64-pixel picture in 8-pixel patches has 64 tokens), and the
+# per-stage lists of hierarchical models (Swin, ConvNeXt, ResNet, PVT): two narrow blocks per stage
+IMAGE = 64  # a MobileViT downsamples 32 times and then unfolds 2 x 2 patches
+PATCH = 8
+STAGE_WIDTH = 32  # group norms of 32 groups (BiT) need stages at least this wide
+STAGE_DEPTHS = ("depths", "num_layers_per_stage", "stage_depths")
+STAGE_WIDTHS = ("hidden_sizes", "embed_dims", "stage_widths", "dims", "channels")
+STAGE_HEADS = ("num_heads", "num_attention_heads", "heads")
 # per-layer lists whose length must follow the depth
 LAYER_LISTS = ("layer_types", "mlp_only_layers", "layers_block_type", "block_types", "attn_layer_indices",
                "sliding_window_pattern_list", "hybrid_override_pattern")
@@ -74,9 +82,11 @@ def read_spec(text: str) -> Spec:
             config = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise TinyConfigError(f"{text}: cannot read the config: {exc}") from None
+        if isinstance(config, dict) and isinstance(config.get("_class_name"), str):
+            return Spec(config["_class_name"], config, text)  # a diffusers model's config names its class
         model_type = config.get("model_type") if isinstance(config, dict) else None
         if not model_type:
-            raise TinyConfigError(f"{text}: the config has no model_type")
+            raise TinyConfigError(f"{text}: the config has no model_type (transformers) or _class_name (diffusers)")
         return Spec(model_type, config, text, folder if config.get("auto_map") else "")
     return Spec(text, {}, text)
 
@@ -153,6 +163,50 @@ def shrink(config) -> None:
     _start_tokens(config)
     for name in ("first_k_dense_replace", "num_dense_layers"):
         _set_smaller(config, name, 1)
+    _shrink_vision(config)
+
+
+def _shrink_vision(config) -> None:
+    """A small picture, small patches, two narrow blocks per stage; the stages themselves are kept."""
+    size = getattr(config, "image_size", None)
+    if isinstance(size, int) and size > IMAGE:
+        _set(config, "image_size", IMAGE)
+    elif isinstance(size, (list, tuple)) and len(size) == 2 and all(isinstance(v, int) and v > IMAGE for v in size):
+        _set(config, "image_size", type(size)([IMAGE, IMAGE]))
+    if getattr(config, "image_size", None) is not None:
+        _set_smaller(config, "patch_size", PATCH)
+    _set_smaller(config, "embedding_size", STAGE_WIDTH)
+    _fit_windows(config)
+    for name in STAGE_DEPTHS:
+        value = getattr(config, name, None)
+        if _int_list(value):
+            _set(config, name, type(value)(min(v, 2) for v in value))  # a shifted-window stage needs its 2nd block
+            # a stage count that reads as the depth (ConvNeXt maps num_hidden_layers to it) follows the list
+            if isinstance(getattr(config, "num_stages", None), int):
+                _set(config, "num_stages", len(value))
+    for name in STAGE_WIDTHS:
+        value = getattr(config, name, None)
+        if _int_list(value) and len(value) > 1:
+            _set(config, name, type(value)(min(v, STAGE_WIDTH * 2 ** i) for i, v in enumerate(value)))
+    for name in STAGE_HEADS:
+        value = getattr(config, name, None)
+        if _int_list(value) and len(value) > 1:
+            _set(config, name, type(value)(min(v, 2) for v in value))
+
+
+def _fit_windows(config) -> None:
+    """Windowed attention (Swin) sizes its position tables for the window it was built with, and the last stage
+    of a real checkpoint is exactly one window (224 pixels, 4-pixel patches, 4 stages: 7x7): a window of 2 and a
+    picture whose last stage is 2x2 keep that agreement at a small size."""
+    window, depths, patch = (getattr(config, n, None) for n in ("window_size", "depths", "patch_size"))
+    if isinstance(window, int) and window > 2 and _int_list(depths) and isinstance(patch, int):
+        _set(config, "window_size", 2)
+        _set(config, "image_size", patch * 2 * 2 ** (len(depths) - 1))
+
+
+def _int_list(value) -> bool:
+    return isinstance(value, (list, tuple)) and bool(value) and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value)
 
 
 def _shrink_vocab(config) -> None:

@@ -211,6 +211,8 @@ class DeviceString(CudaRule):
             comparison = updated.comparisons[0].with_changes(comparator=name)
             return Edit(updated.with_changes(comparisons=[comparison]), safe=True)
         operands = [original.left, *(c.comparator for c in original.comparisons)]
+        if any("current_accelerator()" in self.ctx.code(o) for o in operands):
+            return updated  # asks what the accelerator is: a GPU test that already knows other devices
         # ``device.type in ("cuda", "mps")`` tests for "cuda" too
         members = [e.value for o in operands if isinstance(o, (cst.Tuple, cst.List, cst.Set)) for e in o.elements]
         if any(cuda_string(o) for o in (*operands, *members)):

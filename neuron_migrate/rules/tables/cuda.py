@@ -31,8 +31,8 @@ _MEMORY = (
 
 
 BF16_CHECK = (
-    "asks whether the CUDA GPU computes in bfloat16 (False without CUDA); the neuron device does: test "
-    'torch.accelerator.current_accelerator().type == "neuron" too, or drop the check'
+    "asked whether the CUDA GPU computes in bfloat16 (False without CUDA); it now asks the GPU where there is "
+    "one, and answers yes for another accelerator (the neuron device computes in bfloat16)"
 )
 GPU_PROPERTIES = (
     "describes the CUDA GPU and fails without CUDA: guard it with torch.cuda.is_available(), or read "
@@ -49,7 +49,6 @@ def memory_step(name: str) -> str:
 
 ROWS = (
     *(Row(f"torch.cuda.{old}", "NM603", Rename(f"torch.accelerator.{new}", module="torch")) for old, new in _ACCELERATOR),
-    Row("torch.cuda.is_bf16_supported", "NM603", Manual(BF16_CHECK)),
     *(Row(f"torch.cuda.{name}", "NM603", Manual(GPU_PROPERTIES))
       for name in ("get_device_properties", "get_device_name", "get_device_capability")),
     Row("torch.cuda.manual_seed", "NM604", Rename("torch.manual_seed", module="torch", review=SEED_REVIEW)),
