@@ -160,9 +160,11 @@ def audit(monkeypatch, tmp_path):
     monkeypatch.setenv("NO_COLOR", "1")
     table = tmp_path / "cards.json"
     rows = {"mixtral": {"verdict": UNCHECKED, "problem": "histc on integers", "where": "transformers/moe.py:449",
-                        "fix": "make the card on a Trainium host"},
-            "llama": {"verdict": READY, "problem": "", "where": "", "fix": ""},
-            "bamba": {"verdict": NOT_READY, "problem": "the forward pass failed", "where": "", "fix": ""}}
+                        "fix": "make the card on a Trainium host", "model_class": "MixtralForCausalLM"},
+            "llama": {"verdict": READY, "problem": "", "where": "", "fix": "", "model_class": "LlamaForCausalLM"},
+            "bamba": {"verdict": NOT_READY, "problem": "the forward pass failed", "where": "", "fix": ""},
+            "FluxTransformer2DModel": {"verdict": NOT_READY, "problem": "the denoising loop failed", "where": "",
+                                       "fix": "", "model_class": "FluxTransformer2DModel"}}
     table.write_text(json.dumps({"versions": {"transformers": "9.9"}, "rows": rows}), encoding="utf-8")
     monkeypatch.setattr(lookup, "TABLE", table)
     lookup.table.cache_clear()
@@ -191,6 +193,27 @@ def test_the_static_audit_reports_the_architectures_a_project_loads(audit, tmp_p
     assert findings[(4, "NA602")]["fix"] == "make the card on a Trainium host"
     assert "transformers 9.9" in findings[(4, "NA602")]["message"], "the table's versions are named"
     assert "unknown offline" in findings[(7, "NA603")]["message"]
+
+
+def test_a_concrete_class_or_a_diffusers_subfolder_names_the_architecture_offline(audit, tmp_path):
+    (tmp_path / "pipe" / "transformer").mkdir(parents=True)
+    (tmp_path / "pipe" / "transformer" / "config.json").write_text(
+        json.dumps({"_class_name": "FluxTransformer2DModel"}), encoding="utf-8")
+    (tmp_path / "load.py").write_text(
+        "from diffusers import DiffusionPipeline, FluxTransformer2DModel\n"
+        "from transformers import LlamaForCausalLM, MixtralConfig, MixtralModel\n\n"
+        'llama = LlamaForCausalLM.from_pretrained("meta-llama/some-llama")\n'
+        'moe = MixtralModel.from_pretrained("mistralai/some-mixtral")\n'
+        'config = MixtralConfig.from_pretrained("mistralai/some-mixtral")\n'
+        'flux = FluxTransformer2DModel.from_pretrained("pipe", subfolder="transformer")\n'
+        'pipe = DiffusionPipeline.from_pretrained("someone/some-pipeline")\n', encoding="utf-8")
+
+    result = audit("load.py", "--format", "json", "--no-cache")
+
+    findings = {(f["span"]["line"], f["rule"]): f for r in json.loads(result.stdout)["files"] for f in r["findings"]}
+    assert sorted(findings) == [(5, "NA602"), (6, "NA602"), (7, "NA601"), (8, "NA603")]
+    assert "mixtral is not checked without the device" in findings[(5, "NA602")]["message"]
+    assert "FluxTransformer2DModel is not ready on neuron" in findings[(7, "NA601")]["message"]
 
 
 @pytest.mark.parametrize("args, error", [

@@ -1,7 +1,9 @@
 """NA6xx: the model architectures a project loads, looked up offline in the shipped readiness cards.
 
-``X.from_pretrained("<folder>")`` with a local ``config.json`` and ``AutoConfig.for_model("<model_type>")`` name an
-architecture; a Hub id without a local config cannot be known offline (NA603). Only model and config classes
+``X.from_pretrained("<folder>")`` with a local ``config.json`` (a diffusers one in its ``subfolder``),
+``AutoConfig.for_model("<model_type>")`` and a concrete class (``Qwen2ForCausalLM.from_pretrained("<Hub id>")``,
+``FluxTransformer2DModel.from_pretrained(...)``) name an architecture; a Hub id loaded through an auto class
+without a local config cannot be known offline (NA603). Only model and config classes
 count: a tokenizer's or processor's ``from_pretrained`` says nothing of the architecture.
 """
 
@@ -12,7 +14,7 @@ import json
 import re
 from pathlib import Path
 
-from neuron_migrate.analyzers.models.lookup import card_row, versions
+from neuron_migrate.analyzers.models.lookup import card_row, model_type_of_class, versions
 from neuron_migrate.analyzers.static.base import FileScan, check, constant, keyword
 
 MODEL_CLASS = re.compile(r"(Model|Config|For[A-Z]\w*|Pipeline)$")
@@ -53,16 +55,22 @@ def _named_architecture(scan: FileScan, call: ast.Call) -> tuple[str | None, str
         return first, first
     if func.attr != "from_pretrained" or not isinstance(first, str):
         return None, None
-    return _local_model_type(scan.path, first), first
+    # a local config says what it is; else a concrete class does (LlamaForCausalLM.from_pretrained("org/id"))
+    return _local_model_type(scan.path, first, keyword(call, "subfolder")) or model_type_of_class(owner), first
 
 
-def _local_model_type(path: str, named: str) -> str | None:
+def _local_model_type(path: str, named: str, subfolder=None) -> str | None:
+    """The architecture of a local model folder: its config's ``model_type`` (transformers) or ``_class_name``
+    (diffusers, whose pipelines keep each model in a subfolder)."""
+    sub = constant(subfolder) if subfolder is not None else None
     for base in (Path(path).parent, Path.cwd()):
-        config = base / named / "config.json"
+        config = base / named / (sub if isinstance(sub, str) else "") / "config.json"
         if config.is_file():
             try:
                 data = json.loads(config.read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 return None
-            return data.get("model_type") if isinstance(data, dict) else None
+            if not isinstance(data, dict):
+                return None
+            return data.get("model_type") or data.get("_class_name")
     return None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from neuron_migrate.rules.base import SAFE, Edit, Example, Fact, RuleMeta, register
@@ -9,8 +11,8 @@ from neuron_migrate.rules.cuda.common import DOCS_ACCELERATOR, DOCS_TORCH_NEURON
 from neuron_migrate.rules.tables.cuda import BF16_CHECK, ROWS
 
 
-# true on an accelerator that is not a GPU (the neuron device); the "None" of no accelerator is false
-OTHER_ACCELERATOR = 'str({torch}.accelerator.current_accelerator()) not in ("cuda", "None")'
+# true on the neuron device, false on a GPU and where there is no accelerator (None)
+OTHER_ACCELERATOR = '{torch}.accelerator.current_accelerator() == {torch}.device("neuron")'
 
 
 def _asked_elsewhere(ctx) -> set[int]:
@@ -26,15 +28,43 @@ def _asked_elsewhere(ctx) -> set[int]:
     return found
 
 
+CUDA_STACK = re.compile(r"torch\.version\.cuda|nccl")
+BF16_OF_THE_CUDA_STACK = ("a bfloat16 test of the CUDA stack (CUDA and NCCL versions) is False on the neuron device, "
+                          "which computes in bfloat16: return True there, or keep the test for GPU runs")
+def _cuda_stack_tests(ctx) -> set[int]:
+    """The calls inside a statement (or an ``if`` / ``while`` test) that also tests the CUDA or NCCL version."""
+    found: set[int] = set()
+    stack: list[cst.CSTNode] = [ctx.module]
+    while stack:
+        node = stack.pop()
+        scope = node.test if isinstance(node, (cst.If, cst.While)) else node
+        if isinstance(node, (cst.SimpleStatementLine, cst.If, cst.While)) and CUDA_STACK.search(ctx.code(scope)):
+            found |= {id(call) for call in _calls(scope)}
+        stack.extend(child for child in node.children if isinstance(child, cst.CSTNode))
+    return found
+
+
+def _calls(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call):
+            yield node
+        stack.extend(child for child in node.children if isinstance(child, cst.CSTNode))
+
+
+CUDA_STACK_TESTS = Fact("cuda_stack_tests", _cuda_stack_tests)
 ASKED_ELSEWHERE = Fact("cuda_bf16_asked_elsewhere", _asked_elsewhere)
+KEPT_FOR_GPUS = ("torch.cuda.is_bf16_supported() is kept for GPU runs: the test after it answers yes on the "
+                 "neuron device, which computes in bfloat16")
 
 
 @register
 class RuntimeQueries(CudaRule):
     """``torch.cuda.is_available`` / ``device_count`` / ``set_device`` / ``current_device`` / ``synchronize`` ->
     their ``torch.accelerator`` twins (DOCS_ACCELERATOR), which answer for the GPU on a GPU and for the neuron
-    device on Trainium. ``is_bf16_supported()`` keeps asking the GPU where there is one and says yes for another
-    accelerator (reviewed); the other questions about the GPU itself (``get_device_properties``) have no twin of
+    device on Trainium. ``is_bf16_supported()`` keeps asking the GPU where there is one and says yes on the
+    neuron device (reviewed); the other questions about the GPU itself (``get_device_properties``) have no twin of
     the same meaning: they get a TODO."""
 
     meta = RuleMeta(
@@ -65,9 +95,15 @@ class RuntimeQueries(CudaRule):
     def bf16_check(self, original: cst.Call, updated: cst.Call, qname: str):
         """``torch.cuda.is_bf16_supported()`` is False on the neuron device (no CUDA): scripts that pick their
         dtype with it (nanoGPT's ``"bfloat16" if ... else "float16"``) fall back to float16 and a GradScaler.
-        The GPU still answers on a GPU; any other accelerator computes in bfloat16."""
+        The GPU still answers on a GPU; the neuron device computes in bfloat16."""
         if id(original) in self.ctx.fact(ASKED_ELSEWHERE):
-            return updated  # already asks the accelerator too (a second run)
+            # already asks the accelerator too (a second run): the GPU's own question stays, for GPU runs
+            self.ctx.report(self.meta, original, KEPT_FOR_GPUS)
+            return updated
+        if id(original) in self.ctx.fact(CUDA_STACK_TESTS):
+            # a test of the whole CUDA stack (CUDA and NCCL versions): answering for bfloat16 alone changes nothing
+            self.ctx.manual(self.meta, original, BF16_OF_THE_CUDA_STACK)
+            return updated
         torch = self.ctx.require_import("torch")
         text = f'({self.ctx.code(updated)} or {OTHER_ACCELERATOR.format(torch=torch)})'
         return Edit(self.ctx.expr(text), review=BF16_CHECK)

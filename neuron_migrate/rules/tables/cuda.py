@@ -31,8 +31,8 @@ _MEMORY = (
 
 
 BF16_CHECK = (
-    "asked whether the CUDA GPU computes in bfloat16 (False without CUDA); it now asks the GPU where there is "
-    "one, and answers yes for another accelerator (the neuron device computes in bfloat16)"
+    "asked whether the CUDA GPU computes in bfloat16 (False without CUDA); it still asks the GPU where there is "
+    "one, and answers yes on the neuron device, which computes in bfloat16"
 )
 GPU_PROPERTIES = (
     "describes the CUDA GPU and fails without CUDA: guard it with torch.cuda.is_available(), or read "
