@@ -278,12 +278,12 @@ def test_audit_model_prints_the_card_and_exits_by_its_verdict(tmp_path):
     assert card["notes"] == ["op coverage not checked without the device: the emulator runs every op on the CPU"]
 
 
-def test_the_shipped_table_covers_the_three_families():
+def test_the_shipped_table_covers_every_family():
     table = json.loads(lookup.TABLE.read_text(encoding="utf-8"))
     families = {r["family"] for r in table["rows"].values()}
 
-    assert families == {"causal LM", "seq2seq LM", "masked LM"}
-    assert set(table["versions"]) == {"transformers", "torch"}
+    assert families == {"causal LM", "seq2seq LM", "masked LM", "image classification", "diffusion (diffusers)"}
+    assert set(table["versions"]) == {"transformers", "torch", "diffusers"}
     assert (Path(ROOT) / "docs" / "models.md").read_text(encoding="utf-8").startswith(
         "# Model readiness on the neuron device")
 

@@ -34,6 +34,8 @@ def model_inputs(model, device: str = "neuron") -> Inputs:
     ids = torch.randint(3, vocab, (1, PROMPT_TOKENS), generator=generator).to(device)
     # an encoder-decoder's forward needs the decoder's tokens too (training derives them from the labels)
     decoder = {"decoder_input_ids": ids} if getattr(model.config, "is_encoder_decoder", False) else {}
+    if type(model).__name__.endswith("ForImageClassification"):  # ImageGPT reads pixel clusters as tokens
+        return Inputs({"input_ids": ids}, {"input_ids": ids, "labels": torch.tensor([1]).to(device)})
     return Inputs({"input_ids": ids, **decoder}, {"input_ids": ids, "labels": ids}, prompt=ids)
 
 

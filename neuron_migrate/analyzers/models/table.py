@@ -80,8 +80,9 @@ def main(argv: list[str] | None = None) -> int:
         rows[card.architecture] = row(card, families.get(card.architecture, ""))
     table = {"versions": _versions(cards), "seconds": round(time.perf_counter() - started),
              "jobs": options.jobs, "rows": dict(sorted(rows.items()))}
-    if options.only and options.table.exists():
-        table["seconds"] = json.loads(options.table.read_text(encoding="utf-8")).get("seconds", table["seconds"])
+    if options.only and options.table.exists():  # the time and processes of the whole table stay its own
+        before = json.loads(options.table.read_text(encoding="utf-8"))
+        table["seconds"], table["jobs"] = before.get("seconds", table["seconds"]), before.get("jobs", table["jobs"])
     options.table.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
     if options.docs is not None:
         options.docs.write_text(markdown(table), encoding="utf-8")
@@ -106,7 +107,12 @@ def load(path: Path = TABLE) -> dict:
 
 
 def _versions(cards: list[Card]) -> dict:
-    return next((c.versions for c in cards if c.versions), {})
+    """The releases the cards were made with: transformers and torch, and diffusers for its models."""
+    found: dict = {}
+    for card in cards:
+        for name, version in card.versions.items():
+            found.setdefault(name, version)
+    return found
 
 
 def headline(table: dict) -> str:
