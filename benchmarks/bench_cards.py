@@ -3,7 +3,7 @@ static cache, two compiled training steps) on the emulated neuron device against
 ``backend="eager"`` (what the emulator's neuron backend does by default: the captured graphs run op by op, on
 neuron tensors there, on CPU tensors here).
 
-    python benchmarks/bench_cards.py [--arch llama,qwen3,gpt2,bert]
+    python benchmarks/bench_cards.py [--arch llama,qwen3,gpt2,bert]   # or an image classifier: vit, resnet
 
 Each architecture and device runs in a fresh process (dynamo's caches and the emulator start clean), one after the
 other, so both sides see the same machine. Prints seconds per phase and the emulator's share of the card's time.
@@ -35,6 +35,7 @@ def phases(model_type: str, device: str) -> dict[str, float]:
     import transformers
 
     from neuron_migrate.analyzers.models.card import auto_class
+    from neuron_migrate.analyzers.models.inputs import model_inputs
     from neuron_migrate.analyzers.models.tiny import read_spec, tiny_config
 
     transformers.logging.set_verbosity_error()
@@ -43,20 +44,20 @@ def phases(model_type: str, device: str) -> dict[str, float]:
     config = tiny_config(read_spec(model_type))
     torch.manual_seed(0)
     model = auto_class(config).from_config(config).to(device).eval()
-    ids = torch.randint(3, 500, (1, 16), generator=torch.Generator().manual_seed(0)).to(device)
+    inputs = model_inputs(model, device)  # the card's own: tokens, or pictures for an image classifier
     times["build"] = time.perf_counter() - start
     start = time.perf_counter()
     with torch.no_grad():
-        model(input_ids=ids)
+        model(**inputs.forward)
     times["forward"] = time.perf_counter() - start
     start = time.perf_counter()
-    if model.can_generate():
+    if inputs.prompt is not None and model.can_generate():
         # transformers compiles the decode step itself on neuron (backend "neuron"); on the CPU it is asked to
         compile = transformers.CompileConfig(backend=backend, dynamic=False, mode="default")
         compile._compile_all_devices = True
         model.generation_config.compile_config = compile
-        model.generate(ids, max_new_tokens=24, min_new_tokens=24, do_sample=False, cache_implementation="static",
-                       attention_mask=torch.ones_like(ids))
+        model.generate(inputs.prompt, max_new_tokens=24, min_new_tokens=24, do_sample=False,
+                       cache_implementation="static", attention_mask=torch.ones_like(inputs.prompt))
     times["generate"] = time.perf_counter() - start
     torch._dynamo.reset()
     model.train()
@@ -64,7 +65,7 @@ def phases(model_type: str, device: str) -> dict[str, float]:
     compiled = torch.compile(model, backend=backend)
     start = time.perf_counter()
     for _ in range(2):
-        compiled(input_ids=ids, labels=ids).loss.backward()
+        compiled(**inputs.train).loss.backward()
         optimizer.step()
         optimizer.zero_grad()
     times["train"] = time.perf_counter() - start

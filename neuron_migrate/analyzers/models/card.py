@@ -7,6 +7,9 @@ when there is no Trainium) through the three things users do, each under the run
 - train: the model compiled with the neuron backend (``automatic_dynamic_shapes`` off), two optimizer steps of
   equal shapes: graph breaks with their reasons, recompiles, data-dependent ops and host syncs.
 
+An image classifier reads two pictures instead of tokens and has no generate phase (``inputs``); a diffusers
+model has phases of its own (``diffusion``), made through ``build_card`` too.
+
 The verdict: *ready* when every phase ran, decode compiled to graphs without a recompile and the training step
 compiled without a graph break or recompile; *ready with warnings* when everything ran but one of these did
 not hold; *not checked without the device* when a phase stopped on an op the emulator's CPU has no kernel for
@@ -21,6 +24,7 @@ import os
 import re
 import time
 
+from neuron_migrate.analyzers.models.inputs import Inputs, model_inputs
 from neuron_migrate.analyzers.models.model import (
     NO_DEVICE_NOTE,
     ONLY_THE_DEVICE,
@@ -30,7 +34,6 @@ from neuron_migrate.analyzers.models.model import (
     Problem,
     verdict,
 )
-from neuron_migrate.analyzers.models.inputs import Inputs, model_inputs
 from neuron_migrate.analyzers.models.tiny import Spec, TinyConfigError, tiny_config
 
 NEW_TOKENS = 24

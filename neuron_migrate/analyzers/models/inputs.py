@@ -9,7 +9,7 @@ from typing import Any
 from neuron_migrate.analyzers.models.tiny import IMAGE
 
 PROMPT_TOKENS = 16
-MAX_TOKEN = 500  # ids drawn below this and the tiny vocabulary, above the special tokens
+MAX_TOKEN = 500  # token ids are drawn from 3 (past the special tokens) to this or the tiny vocabulary
 
 
 @dataclass
@@ -25,8 +25,8 @@ def model_inputs(model, device: str = "neuron") -> Inputs:
 
     generator = torch.Generator().manual_seed(0)
     if getattr(model, "main_input_name", "input_ids") == "pixel_values":
-        # two pictures: batch norm in training needs more than one value per channel, and a 32-pixel picture
-        # is one pixel at the end of a ResNet
+        # two pictures: batch norm in training needs more than one value per channel, and the tiny picture is
+        # a pixel or two at the end of a ResNet
         picture = torch.randn(2, *_picture_shape(model.config), generator=generator).to(device)
         labels = torch.tensor([0, 1]).to(device)
         return Inputs({"pixel_values": picture}, {"pixel_values": picture, "labels": labels})
