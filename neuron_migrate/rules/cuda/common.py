@@ -35,6 +35,15 @@ class CudaRule(Rule):
     source = "cuda"
 
 
+def nodes(root: cst.CSTNode):
+    """``root`` and every node under it (the module-wide facts of the CUDA rules read them all once)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(child for child in node.children if isinstance(child, cst.CSTNode))
+
+
 def cuda_string(node: cst.CSTNode | None) -> re.Match | None:
     """The match of a plain ``"cuda"`` / ``"cuda:N"`` string literal, else None."""
     if not isinstance(node, cst.SimpleString) or node.prefix.lower() not in ("", "u"):

@@ -14,6 +14,7 @@ from neuron_migrate.rules.cuda.common import (
     accelerator_name,
     cuda_string,
     device_expression,
+    nodes,
     string_expression,
 )
 
@@ -68,19 +69,17 @@ def _device_names(ctx) -> frozenset[str]:
     """Names the module passes where a device goes (``map_location=loc``, ``device=where``, ``.to(target)``,
     ``torch.device(name)``): a ``"cuda"`` string bound to one of them is a device, whatever the name says."""
     found: set[str] = set()
-    stack: list[cst.CSTNode] = [ctx.module]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Call):
-            method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
-            is_device = method in DEVICE_METHODS or (method == "device" and isinstance(node.func.value, cst.Name)
-                                                     and node.func.value.value == "torch")
-            for position, arg in enumerate(node.args):
-                keyword = arg.keyword.value if arg.keyword is not None else None
-                positional = position == 0 and keyword is None and is_device
-                if isinstance(arg.value, cst.Name) and (positional or keyword in DEVICE_KEYWORDS):
-                    found.add(arg.value.value)
-        stack.extend(c for c in node.children if isinstance(c, cst.CSTNode))
+    for node in nodes(ctx.module):
+        if not isinstance(node, cst.Call):
+            continue
+        method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
+        is_device = method in DEVICE_METHODS or (method == "device" and isinstance(node.func.value, cst.Name)
+                                                 and node.func.value.value == "torch")
+        for position, arg in enumerate(node.args):
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            positional = position == 0 and keyword is None and is_device
+            if isinstance(arg.value, cst.Name) and (positional or keyword in DEVICE_KEYWORDS):
+                found.add(arg.value.value)
     return frozenset(found)
 
 

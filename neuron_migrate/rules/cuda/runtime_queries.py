@@ -7,7 +7,7 @@ import re
 import libcst as cst
 
 from neuron_migrate.rules.base import SAFE, Edit, Example, Fact, RuleMeta, register
-from neuron_migrate.rules.cuda.common import DOCS_ACCELERATOR, DOCS_TORCH_NEURON, CudaRule
+from neuron_migrate.rules.cuda.common import DOCS_ACCELERATOR, DOCS_TORCH_NEURON, CudaRule, nodes
 from neuron_migrate.rules.tables.cuda import BF16_CHECK, ROWS
 
 
@@ -17,15 +17,9 @@ OTHER_ACCELERATOR = '{torch}.accelerator.current_accelerator() == {torch}.device
 
 def _asked_elsewhere(ctx) -> set[int]:
     """The ``is_bf16_supported()`` calls already followed by ``or <the accelerator test>``."""
-    found: set[int] = set()
-    stack: list[cst.CSTNode] = [ctx.module]
-    while stack:
-        node = stack.pop()
-        if (isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or)
-                and isinstance(node.left, cst.Call) and "current_accelerator()" in ctx.code(node.right)):
-            found.add(id(node.left))
-        stack.extend(child for child in node.children if isinstance(child, cst.CSTNode))
-    return found
+    return {id(node.left) for node in nodes(ctx.module)
+            if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or)
+            and isinstance(node.left, cst.Call) and "current_accelerator()" in ctx.code(node.right)}
 
 
 CUDA_STACK = re.compile(r"torch\.version\.cuda|nccl")
@@ -34,23 +28,11 @@ BF16_OF_THE_CUDA_STACK = ("a bfloat16 test of the CUDA stack (CUDA and NCCL vers
 def _cuda_stack_tests(ctx) -> set[int]:
     """The calls inside a statement (or an ``if`` / ``while`` test) that also tests the CUDA or NCCL version."""
     found: set[int] = set()
-    stack: list[cst.CSTNode] = [ctx.module]
-    while stack:
-        node = stack.pop()
+    for node in nodes(ctx.module):
         scope = node.test if isinstance(node, (cst.If, cst.While)) else node
         if isinstance(node, (cst.SimpleStatementLine, cst.If, cst.While)) and CUDA_STACK.search(ctx.code(scope)):
-            found |= {id(call) for call in _calls(scope)}
-        stack.extend(child for child in node.children if isinstance(child, cst.CSTNode))
+            found |= {id(call) for call in nodes(scope) if isinstance(call, cst.Call)}
     return found
-
-
-def _calls(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Call):
-            yield node
-        stack.extend(child for child in node.children if isinstance(child, cst.CSTNode))
 
 
 CUDA_STACK_TESTS = Fact("cuda_stack_tests", _cuda_stack_tests)
