@@ -303,6 +303,24 @@ def test_a_one_line_suite_keeps_its_form_or_becomes_a_block(migrate):
     assert migrate(code).code == code
 
 
+def test_a_line_of_several_statements_keeps_its_comment_once(migrate):
+    """``a(); b()`` under a comment and a blank line, untouched or rewritten, in a file the rewrite changes."""
+    source = (
+        "import torch_xla.core.xla_model as xm\n\n"
+        "for batch in range(3):\n\n"
+        "    # switch to training mode\n"
+        "    model.train(); opt.zero_grad()\n\n"
+        "    # step the graph\n"
+        "    loss = 1; xm.mark_step(); y = 2\n"
+        "device = xm.xla_device()\n"
+    )
+    code = migrate(source).code
+    assert code.count("# switch to training mode") == 1 and code.count("# step the graph") == 1
+    assert "\n\n    # switch to training mode\n    model.train(); opt.zero_grad()\n" in code
+    assert "    # step the graph\n    loss = 1; y = 2\n" in code
+    assert migrate(code).code == code
+
+
 def test_a_dropped_marker_is_reported(migrate):
     source = "# TODO(neuron-migrate NM129): use `dist.reduce_scatter_single(...)`\npart = scatter_by_hand(grad, n)\n"
     result = migrate(source)

@@ -573,11 +573,10 @@ class MigrationTransformer(cst.CSTTransformer):
         for index, small in enumerate(updated.body):
             line = cst.SimpleStatementLine(body=[small.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)])
             stand_in = stand_ins.get(index)
-            if stand_in is not None and in_suite:
-                line = self._leave_stand_in(stand_in, line)
+            left = self._leave_stand_in(stand_in, line) if stand_in is not None and in_suite else line
             replacement = self.pending_statements.pop(id(stand_in), None)
-            if replacement is None and line.body[0] is not small:
-                replacement = [line]
+            if replacement is None and left is not line:  # a line hook of a one-line suite rewrote it
+                replacement = [left]
             changed = changed or replacement is not None
             statements.extend([line] if replacement is None else replacement)
         return statements if changed else None
@@ -610,7 +609,9 @@ class MigrationTransformer(cst.CSTTransformer):
             return updated
         small = _small_statements(statements)
         if small is not None:
-            return self._replace_line(updated, [updated.with_changes(body=small)] if small else [])
+            # the line's own comments and blank lines above it are carried over by _replace_line, once
+            kept = updated.with_changes(body=small, leading_lines=())
+            return self._replace_line(updated, [kept] if small else [])
         return self._replace_line(updated, statements)
 
     def _drop_deleted_lines(self, block):
