@@ -185,6 +185,25 @@ class DeviceString(CudaRule):
         return (isinstance(name, cst.SimpleString) and "device" in str(name.evaluated_value)
                 and cuda_string(args[2].value) is not None)
 
+    def leave_Tuple(self, original: cst.Tuple, updated: cst.Tuple):
+        return self._numbered_devices(updated)
+
+    def leave_List(self, original: cst.List, updated: cst.List):
+        return self._numbered_devices(updated)
+
+    def _numbered_devices(self, updated: cst.Tuple | cst.List):
+        """``["cuda:0", "cuda:1"]``, ``("cuda:0",) + args``: numbered devices listed for model parallelism or
+        handed to a constructor; a bare "cuda" in a tuple (``device.type in ("cuda",)``) is a test's."""
+        elements = []
+        for element in updated.elements:
+            match = cuda_string(element.value)
+            if match is not None and match.group(1) is not None:
+                element = element.with_changes(value=self.ctx.expr(string_expression(self.ctx, match)))
+            elements.append(element)
+        if all(new is old for new, old in zip(elements, updated.elements)):
+            return updated
+        return Edit(updated.with_changes(elements=elements), safe=True)
+
     def leave_Param(self, original: cst.Param, updated: cst.Param):
         """``def f(device="cuda")``: a parameter's device default."""
         if updated.default is None or "device" not in updated.name.value.lower():
@@ -227,12 +246,16 @@ class DeviceString(CudaRule):
         return self._string(value)
 
     def _string(self, value: cst.BaseExpression) -> cst.BaseExpression | None:
-        """A device string: "cuda" -> the accelerator's type; ``f"cuda:{i}"``; either branch of ``a if c else b``."""
+        """A device string: "cuda" -> the accelerator's type; ``f"cuda:{i}"``, ``"cuda:{}".format(i)`` and
+        ``"cuda:%d" % i``; either branch of ``a if c else b``."""
         match = cuda_string(value)
         if match is not None:
             return self.ctx.expr(string_expression(self.ctx, match))
         if isinstance(value, cst.FormattedString):
             return self._fstring(value)
+        index = _formatted_index(value)
+        if index is not None:
+            return self.ctx.expr(f'f"{{{accelerator(self.ctx)}}}:{{{_code(index)}}}"')
         if isinstance(value, cst.IfExp):
             body, orelse = self._string(value.body), self._string(value.orelse)
             if body is None and orelse is None:
@@ -251,6 +274,31 @@ class DeviceString(CudaRule):
         kind = cst.FormattedStringExpression(expression=self.ctx.expr(accelerator(self.ctx)))
         rest = first.with_changes(value=first.value[len("cuda"):])
         return value.with_changes(parts=[kind, rest, *parts[1:]])
+
+
+# "cuda:{}".format(i), "cuda:{0}".format(i), "cuda:%d" % i, "cuda:%s" % i: a device number put into "cuda:"
+_FORMATS = {"cuda:{}", "cuda:{0}"}
+_PERCENTS = {"cuda:%d", "cuda:%s", "cuda:%i"}
+
+
+def _formatted_index(value: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The device number of ``"cuda:{}".format(i)`` or ``"cuda:%d" % i`` (an expression without quotes, so it
+    can go into an f-string), else None."""
+    index = None
+    if (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "format"
+            and _text(value.func.value) in _FORMATS and len(value.args) == 1 and value.args[0].keyword is None
+            and not value.args[0].star):
+        index = value.args[0].value
+    elif (isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Modulo)
+          and _text(value.left) in _PERCENTS and not isinstance(value.right, cst.Tuple)):
+        index = value.right
+    if index is None or "'" in _code(index) or '"' in _code(index):
+        return None
+    return index
+
+
+def _text(node: cst.CSTNode) -> str | None:
+    return node.evaluated_value if isinstance(node, cst.SimpleString) and node.prefix.lower() in ("", "u") else None
 
 
 def _code(node: cst.CSTNode) -> str:

@@ -33,6 +33,10 @@ LATE_IMPORT_STEP = (
     f"set {SETTINGS} once, right after this file imports {{names}}, before the model is loaded: start-up settings "
     "go below the leading imports, and {names} is imported further down (a later notebook cell)"
 )
+LAZY_IMPORT_STEP = (
+    f"set {SETTINGS} once, right after this file imports {{names}}, before the model is loaded: start-up settings "
+    "go below the leading imports, and {names} is imported only inside a function or block here"
+)
 
 
 @register
@@ -90,6 +94,11 @@ class HfRecipeStartup(CudaRule):
             # the settings go under the leading imports, where a module imported later is not bound yet
             self.ctx.manual(self.meta, node, LATE_IMPORT_STEP.format(names=" and ".join(late)))
             return
+        lazy = [name for name in ("torch", "os") if imported_lazily(self.ctx.module, name)]
+        if lazy:
+            # an added import would go beside that lazy one, in its block, while the settings run at start-up
+            self.ctx.manual(self.meta, node, LAZY_IMPORT_STEP.format(names=" and ".join(lazy)))
+            return
         torch = self.ctx.require_import("torch")
         os_name = self.ctx.require_import("os")
         self.ctx.add_setup(
@@ -124,6 +133,22 @@ def imported_late(body, module: str) -> bool:
             bound_early = bound_early or leading
             bound_late = bound_late or not leading
     return bound_late and not bound_early
+
+
+def imported_lazily(module_node: cst.Module, module: str) -> bool:
+    """Is ``module`` imported only inside a function or a block (``def main(): ... import torch``), never at
+    module level?"""
+    top = [small for statement in module_node.body if isinstance(statement, cst.SimpleStatementLine)
+           for small in statement.body if isinstance(small, (cst.Import, cst.ImportFrom))]
+    if any(_binds(small, module) for small in top):
+        return False
+    stack: list[cst.CSTNode] = [s for s in module_node.body if not isinstance(s, cst.SimpleStatementLine)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Import) and _binds(node, module):
+            return True
+        stack.extend(child for child in node.children if isinstance(child, cst.CSTNode))
+    return False
 
 
 def _binds(node: cst.Import | cst.ImportFrom, module: str) -> bool:
