@@ -93,7 +93,8 @@ class DeviceString(CudaRule):
     device parameters take a string only, and a default or setting computed at import must not fail where
     there is no accelerator): the GPU on a
     GPU, the neuron device on Trainium. Device positions: ``device=``, ``map_location=``, ``.to(...)``,
-    ``torch.device(...)``, a variable or parameter named ``*device*`` or passed to one of those positions
+    ``torch.device(...)``, a variable, attribute (``self.device``) or parameter named ``*device*`` or passed to
+    one of those positions
     (``loc = f"cuda:{rank}"`` then ``map_location=loc``), a ``--device`` option's default and
     ``getattr(args, "device", "cuda")``. A comparison with
     "cuda" is not rewritten (what the branch turns on may be CUDA-only): it gets a TODO; but in
@@ -213,9 +214,9 @@ class DeviceString(CudaRule):
 
     # ----- a variable that holds the device ------------------------------------------------------
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign):
-        names = [t.target for t in updated.targets if isinstance(t.target, cst.Name)]
+        names = [_target_name(t.target) for t in updated.targets]
         used = self.ctx.fact(DEVICE_NAMES)
-        if not any("device" in n.value.lower() or n.value in used for n in names):
+        if not any(n is not None and ("device" in n.lower() or n in used) for n in names):
             return updated
         new = self._string(updated.value)
         return updated if new is None else Edit(updated.with_changes(value=new), safe=True)
@@ -299,6 +300,15 @@ def _formatted_index(value: cst.BaseExpression) -> cst.BaseExpression | None:
 
 def _text(node: cst.CSTNode) -> str | None:
     return node.evaluated_value if isinstance(node, cst.SimpleString) and node.prefix.lower() in ("", "u") else None
+
+
+def _target_name(target: cst.BaseExpression) -> str | None:
+    """The name an assignment binds: ``device``, or the attribute of ``self.device`` / ``cls.device``."""
+    if isinstance(target, cst.Name):
+        return target.value
+    if isinstance(target, cst.Attribute):
+        return target.attr.value
+    return None
 
 
 def _code(node: cst.CSTNode) -> str:

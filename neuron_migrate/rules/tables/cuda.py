@@ -40,6 +40,14 @@ GPU_PROPERTIES = (
 )
 
 
+STREAM_REVIEW = ("a CUDA stream or event made device-agnostic: on the current accelerator (the neuron device's on "
+                 "Trainium); check the program's overlap of copies and compute where it relied on CUDA's ordering")
+STREAM_CONTEXT = ("`with torch.cuda.stream(s):` runs on a CUDA stream: with `s` a torch.Stream (what torch.cuda.Stream "
+                  "becomes), write `with s:`")
+DEFAULT_STREAM = ("the CUDA default stream: torch.accelerator.current_stream() is the device's default stream outside "
+                  "any `with stream:` block")
+
+
 def memory_step(name: str) -> str:
     if name == "empty_cache":
         return "frees cached CUDA memory only (a no-op without CUDA): delete it, or keep it for GPU runs"
@@ -51,6 +59,13 @@ ROWS = (
     *(Row(f"torch.cuda.{old}", "NM603", Rename(f"torch.accelerator.{new}", module="torch")) for old, new in _ACCELERATOR),
     *(Row(f"torch.cuda.{name}", "NM603", Manual(GPU_PROPERTIES))
       for name in ("get_device_properties", "get_device_name", "get_device_capability")),
+    # streams and events: the device-agnostic classes make one on the current accelerator (torch.neuron has both)
+    Row("torch.cuda.current_stream", "NM603", Rename("torch.accelerator.current_stream", module="torch",
+                                                    review=STREAM_REVIEW)),
+    Row("torch.cuda.Stream", "NM603", Rename("torch.Stream", module="torch", review=STREAM_REVIEW)),
+    Row("torch.cuda.Event", "NM603", Rename("torch.Event", module="torch", review=STREAM_REVIEW)),
+    Row("torch.cuda.stream", "NM603", Manual(STREAM_CONTEXT)),
+    Row("torch.cuda.default_stream", "NM603", Manual(DEFAULT_STREAM)),
     Row("torch.cuda.manual_seed", "NM604", Rename("torch.manual_seed", module="torch", review=SEED_REVIEW)),
     Row("torch.cuda.manual_seed_all", "NM604", Rename("torch.manual_seed", module="torch", review=SEED_REVIEW)),
     *(Row(f"torch.cuda.{name}", "NM605", Manual(memory_step(name))) for name in _MEMORY),
