@@ -14,6 +14,9 @@ _ACCELERATOR = (
     ("synchronize", "synchronize"),
 )
 SEED_REVIEW = "torch.manual_seed seeds the CPU and every device; it also reseeds the CPU generator here"
+RNG_STATE_STEP = ("the CUDA generator's state (there is none on the neuron device): save and restore the current "
+                  "accelerator's with torch.get_device_module().get_rng_state() / set_rng_state() (torch.neuron's on "
+                  "Trainium), or keep the CUDA call for GPU runs")
 # CUDA memory statistics: torch.accelerator has the same names, but whether the neuron device's allocator
 # answers them is not documented (a CPU stand-in of the device has no caching allocator and raises).
 _MEMORY = (
@@ -68,6 +71,8 @@ ROWS = (
     Row("torch.cuda.default_stream", "NM603", Manual(DEFAULT_STREAM)),
     Row("torch.cuda.manual_seed", "NM604", Rename("torch.manual_seed", module="torch", review=SEED_REVIEW)),
     Row("torch.cuda.manual_seed_all", "NM604", Rename("torch.manual_seed", module="torch", review=SEED_REVIEW)),
+    *(Row(f"torch.cuda.{name}", "NM604", Manual(RNG_STATE_STEP)) for name in (
+        "get_rng_state", "set_rng_state", "get_rng_state_all", "set_rng_state_all")),
     *(Row(f"torch.cuda.{name}", "NM605", Manual(memory_step(name))) for name in _MEMORY),
     *(Row(f"torch.cuda.memory.{name}", "NM605", Manual(memory_step(name))) for name in _MEMORY),
 )
