@@ -94,6 +94,25 @@ def test_the_cards_are_a_section_of_a_rewrite_or_audit_report():
     assert embed("<html>another page</html>", [_card()]) is None
 
 
+def test_audit_model_html_into_an_existing_report_adds_a_section(audit, tmp_path, monkeypatch):
+    pytest.importorskip("transformers")
+    from neuron_migrate import analyzers
+    from neuron_migrate.report.html import REPORT_HEADING
+
+    made = _card(source="llama", verdict=READY)
+    monkeypatch.setattr(analyzers.models, "cards_in_processes", lambda specs, jobs, seconds: [made])
+    report, page = tmp_path / "report.html", tmp_path / "card.html"
+    report.write_text(f"<html><body><header>{REPORT_HEADING}</header><main><p>findings</p></main></body></html>")
+
+    into = audit("--model", "llama", "--format", "html", "-o", report)
+    alone = audit("--model", "llama", "--format", "html", "-o", page)
+
+    assert into.exit_code == alone.exit_code == 0
+    text = report.read_text()
+    assert "<p>findings</p>" in text and text.index('<section id="model-readiness">') < text.index("</main>")
+    assert page.read_text().startswith("<!doctype html>") and "model-readiness" not in page.read_text()
+
+
 def test_an_encoder_decoder_gets_a_decoder_start_token():
     assert _shrunk("t5").decoder_start_token_id == 0
 
