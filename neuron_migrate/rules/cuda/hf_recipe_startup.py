@@ -136,19 +136,17 @@ def imported_late(body, module: str) -> bool:
 
 
 def imported_lazily(module_node: cst.Module, module: str) -> bool:
-    """Is ``module`` imported only inside a function or a block (``def main(): ... import torch``), never at
-    module level?"""
-    top = [small for statement in module_node.body if isinstance(statement, cst.SimpleStatementLine)
-           for small in statement.body if isinstance(small, (cst.Import, cst.ImportFrom))]
-    if any(_binds(small, module) for small in top):
-        return False
-    stack: list[cst.CSTNode] = [s for s in module_node.body if not isinstance(s, cst.SimpleStatementLine)]
+    """Is ``module`` imported only inside a function or class (``def main(): ... import torch``), never where the
+    module itself runs (its top level, or a ``try`` / ``if`` there)?"""
+    inside = outside = False
+    stack: list[tuple[cst.CSTNode, bool]] = [(statement, False) for statement in module_node.body]
     while stack:
-        node = stack.pop()
+        node, in_def = stack.pop()
         if isinstance(node, cst.Import) and _binds(node, module):
-            return True
-        stack.extend(child for child in node.children if isinstance(child, cst.CSTNode))
-    return False
+            inside, outside = inside or in_def, outside or not in_def
+        nested = in_def or isinstance(node, (cst.FunctionDef, cst.ClassDef))
+        stack.extend((child, nested) for child in node.children if isinstance(child, cst.CSTNode))
+    return inside and not outside
 
 
 def _binds(node: cst.Import | cst.ImportFrom, module: str) -> bool:
