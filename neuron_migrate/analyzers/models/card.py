@@ -197,6 +197,12 @@ def _generate(card: Card, model, ids) -> None:
 
 
 def _train(card: Card, model, inputs: Inputs) -> None:
+    train_compiled(card, model, lambda compiled: _loss(compiled(**inputs.train)))
+
+
+def train_compiled(card: Card, model, loss_of) -> None:
+    """Two optimizer steps of ``model`` compiled with the neuron backend, ``loss_of(compiled)`` each step's loss:
+    graphs, graph breaks and recompiles go on the card."""
     import torch
     import torch._dynamo
 
@@ -207,8 +213,7 @@ def _train(card: Card, model, inputs: Inputs) -> None:
     with watching(TRAIN_STEPS) as watch:
         try:
             for _ in range(TRAIN_STEPS):
-                loss = _loss(compiled(**inputs.train))
-                loss.backward()
+                loss_of(compiled).backward()
                 optimizer.step()
                 optimizer.zero_grad()
         except Exception as exc:  # noqa: BLE001

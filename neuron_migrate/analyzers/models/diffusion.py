@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from neuron_migrate.analyzers.models.card import (
     MAX_PARAMETERS,
-    TRAIN_STEPS,
     add_findings,
     failure,
     on_the_device,
+    train_compiled,
     watching,
     where_of,
 )
@@ -148,26 +148,8 @@ def _denoise(card: Card, model, recipe: Recipe, inputs: dict) -> None:
 
 
 def _train(card: Card, model, recipe: Recipe, inputs: dict) -> None:
-    import torch
-    import torch._dynamo
+    def loss_of(compiled):
+        predicted = getattr(compiled(**inputs, timestep=_timestep(recipe, TIMESTEPS[1])), recipe.output)
+        return predicted.float().pow(2).mean()  # a noise-prediction loss against zero noise: shapes only
 
-    torch._dynamo.reset()
-    model.train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    compiled = torch.compile(model, backend="neuron")
-    with watching(TRAIN_STEPS) as watch:
-        try:
-            for _ in range(TRAIN_STEPS):
-                output = compiled(**inputs, timestep=_timestep(recipe, TIMESTEPS[1]))
-                predicted = getattr(output, recipe.output)
-                loss = predicted.float().pow(2).mean()  # a noise-prediction loss against zero noise: shapes only
-                loss.backward()
-                optimizer.step()
-                optimizer.zero_grad()
-        except Exception as exc:  # noqa: BLE001
-            card.problems.append(failure("train", "the compiled training step failed", exc))
-            return
-    summary = watch.summary()
-    card.train_graphs, card.train_graph_breaks = summary.graphs, summary.graph_breaks
-    card.train_recompiles = summary.recompiles
-    add_findings(card, "train", watch)
+    train_compiled(card, model, loss_of)
