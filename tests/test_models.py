@@ -77,6 +77,13 @@ def test_a_diffusers_config_names_its_class(tmp_path):
     spec = read_spec(str(known))
     assert (spec.model_type, spec.config["guidance_embeds"]) == ("FluxTransformer2DModel", True)
     assert check_spec(str(known)) == "" and check_spec("UNet2DConditionModel") == ""
+    pipeline = tmp_path / "pipeline"
+    (pipeline / "transformer").mkdir(parents=True)
+    (pipeline / "model_index.json").write_text("{}")
+    (pipeline / "transformer" / "config.json").write_text(json.dumps({"_class_name": "FluxTransformer2DModel"}))
+    assert check_spec(str(pipeline)).endswith(f"a diffusers pipeline: give one of its models' folders "
+                                              f"({pipeline}/transformer)")
+    assert check_spec(str(pipeline / "transformer")) == ""
     assert check_spec(str(unknown)).startswith("--model: no tiny recipe for the diffusers class 'MyTransformerModel'")
 
 

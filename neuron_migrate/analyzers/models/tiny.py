@@ -74,6 +74,11 @@ def read_spec(text: str) -> Spec:
     folder = ""
     if path.is_dir():
         folder = str(path.resolve())
+        if (path / "model_index.json").is_file() and not (path / "config.json").is_file():
+            models = sorted(p.parent.name for p in path.glob("*/config.json") if "_class_name" in p.read_text(
+                encoding="utf-8", errors="replace"))
+            raise TinyConfigError(f"{text}: a diffusers pipeline: give one of its models' folders"
+                                  + (f" ({', '.join(f'{text}/{m}' for m in models)})" if models else ""))
         path = path / "config.json"
         if not path.is_file():
             raise TinyConfigError(f"{text}: a model folder needs a config.json")
