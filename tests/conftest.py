@@ -1,12 +1,33 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
+
+# torchrun's variables of an outer launch: a program a test starts decides its own ranks
+LAUNCHER_VARS = ("LOCAL_RANK", "RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_WORLD_SIZE")
+
+
+def program_env(*paths, **extra) -> dict[str, str]:
+    """The environment of a program a test starts: this one without launcher variables, ``extra`` set, and
+    ``paths`` then the checkout first on PYTHONPATH."""
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
+    env.update(extra)
+    env["PYTHONPATH"] = os.pathsep.join([*map(str, paths), str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def run_cli(*args, cwd, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``python -m neuron_migrate ARGS`` in ``cwd``, output captured."""
+    return subprocess.run([sys.executable, "-m", "neuron_migrate", *map(str, args)], cwd=cwd, env=program_env(),
+                          capture_output=True, text=True, timeout=timeout)
+
 
 # Tests never touch the network or a shared cache folder.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import shutil
 import subprocess
@@ -14,19 +13,13 @@ import types
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, program_env
 
 torch = pytest.importorskip("torch")
 PROGRAMS = ROOT / "tests" / "emulator_programs"
 STUBS = ROOT / "tests" / "stubs"
-LAUNCHER_VARS = ("LOCAL_RANK", "RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_WORLD_SIZE")
-
-
 def _env(*paths):
-    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
-    env.update(HF_HUB_OFFLINE="1", CI="1", TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1")
-    env["PYTHONPATH"] = os.pathsep.join([*map(str, paths), str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    return env
+    return program_env(*paths, HF_HUB_OFFLINE="1", CI="1", TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1")
 
 
 def _emulate(args, cwd, env=None, timeout=240):

@@ -12,25 +12,13 @@ import sys
 import jsonschema
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, program_env, run_cli
 
 pytest.importorskip("torch")
 STUBS = ROOT / "tests" / "stubs"
 PROGRAMS = ROOT / "tests" / "legacy_programs"
 SITE = ROOT / "neuron_migrate" / "verify" / "site"
 LOOP_PARAMETERS = ("0.weight", "0.bias", "3.weight", "3.bias")  # sharded_loop.py's model
-LAUNCHER_VARS = ("LOCAL_RANK", "RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_WORLD_SIZE")
-
-
-def _env():
-    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    return env
-
-
-def _cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "neuron_migrate", *map(str, args)], cwd=cwd, env=_env(),
-                          capture_output=True, text=True, timeout=300)
 
 
 def _rewritten(root, *names):
@@ -41,7 +29,7 @@ def _rewritten(root, *names):
     for name in names:
         shutil.copy(PROGRAMS / name, legacy / name)
     shutil.copytree(legacy, migrated)
-    rewrite = _cli("rewrite", "--quiet", migrated, cwd=root)
+    rewrite = run_cli("rewrite", "--quiet", migrated, cwd=root)
     assert rewrite.returncode == 1, rewrite.stdout + rewrite.stderr
     return root
 
@@ -60,7 +48,7 @@ def project(_rewritten_once, tmp_path):
 
 
 def _verify(root, name, *options):
-    return _cli("verify", f"legacy/{name}", f"migrated/{name}", "--legacy-env", f"PYTHONPATH={STUBS}", *options,
+    return run_cli("verify", f"legacy/{name}", f"migrated/{name}", "--legacy-env", f"PYTHONPATH={STUBS}", *options,
                 cwd=root)
 
 
@@ -241,13 +229,13 @@ def test_one_legacy_rank_with_the_global_batch_against_two_migrated_ranks(tmp_pa
     example = ROOT / "examples" / "xla-training"
     migrated = tmp_path / "migrated"
     shutil.copytree(example, migrated)
-    assert _cli("rewrite", "--quiet", migrated, cwd=tmp_path).returncode == 1
+    assert run_cli("rewrite", "--quiet", migrated, cwd=tmp_path).returncode == 1
     common = ["verify", example, migrated, "--legacy-env", f"PYTHONPATH={STUBS}", "--steps", "3", "--nproc", "2",
               "--legacy-nproc", "1"]
 
-    run = _cli(*common, "--legacy-args", "--batch-size 64 --lr 2e-3", "--", "--output-dir", tmp_path / "ckpt",
+    run = run_cli(*common, "--legacy-args", "--batch-size 64 --lr 2e-3", "--", "--output-dir", tmp_path / "ckpt",
                cwd=tmp_path)
-    half = _cli(*common, "--", "--output-dir", tmp_path / "ckpt", cwd=tmp_path)
+    half = run_cli(*common, "--", "--output-dir", tmp_path / "ckpt", cwd=tmp_path)
 
     assert run.returncode == 0, run.stdout + run.stderr
     assert "the legacy side ran 1 rank and the migrated side 2: compared what the global batch decides" in run.stdout
@@ -284,7 +272,7 @@ def test_a_side_that_fails_is_reported_with_its_error_and_exit_2(project):
 
 @pytest.mark.slow
 def test_a_legacy_interpreter_without_torch_xla_is_named(project):
-    run = _cli("verify", "legacy/inference.py", "migrated/inference.py", cwd=project)
+    run = run_cli("verify", "legacy/inference.py", "migrated/inference.py", cwd=project)
 
     assert run.returncode == 2
     assert f"the legacy side failed: {sys.executable} has no module 'torch_xla'" in run.stdout
@@ -297,7 +285,7 @@ def test_a_program_that_reaches_for_the_network_is_told_to_use_local_data(tmp_pa
     script.write_text("import urllib.request\nurllib.request.urlopen('https://huggingface.co/api/models')\n",
                       encoding="utf-8")
 
-    run = _cli("verify", script, script, cwd=tmp_path)
+    run = run_cli("verify", script, script, cwd=tmp_path)
 
     assert run.returncode == 2
     assert "the legacy side failed: needs the network (it tried huggingface.co:443)" in run.stdout
@@ -308,7 +296,7 @@ def test_a_folder_needs_one_entry_script_or_script(tmp_path):
     for name in ("a.py", "b.py"):
         (tmp_path / name).write_text("if __name__ == '__main__':\n    pass\n", encoding="utf-8")
 
-    run = _cli("verify", tmp_path, tmp_path, cwd=tmp_path)
+    run = run_cli("verify", tmp_path, tmp_path, cwd=tmp_path)
 
     assert run.returncode == 2
     assert "name the entry script with --script (scripts with a __main__ guard: a.py, b.py)" in run.stderr
@@ -325,7 +313,7 @@ def test_the_recorder_runs_the_sitecustomize_it_hides_and_fixes_the_seeds(tmp_pa
     (other / "sitecustomize.py").write_text("import os\nos.environ['OTHER_SITE'] = 'ran'\n", encoding="utf-8")
     records = tmp_path / "records"
     records.mkdir()
-    env = {**_env(), "PYTHONPATH": os.pathsep.join([str(SITE), str(other)]),
+    env = {**program_env(), "PYTHONPATH": os.pathsep.join([str(SITE), str(other)]),
            "NEURON_MIGRATE_VERIFY_RECORD": str(records), "NEURON_MIGRATE_VERIFY_SEED": "7"}
     code = "import os, random, torch; print(os.environ['OTHER_SITE'], random.random(), torch.rand(1).item())"
 
@@ -355,7 +343,7 @@ def test_a_batch_the_recorder_cannot_read_leaves_the_program_running(tmp_path):
         "for batch in DataLoader(Shapes(), batch_size=2, collate_fn=lambda items: items[0]):\n"
         "    print(model(torch.ones(batch.shape, device=device)).sum().item())\n", encoding="utf-8")
 
-    run = _cli("verify", script, script, cwd=tmp_path)
+    run = run_cli("verify", script, script, cwd=tmp_path)
 
     assert run.returncode == 0, run.stdout + run.stderr
     assert "verify: equal: 2 model outputs compared" in run.stdout
@@ -381,7 +369,7 @@ def test_a_dead_weak_proxy_in_the_program_does_not_hide_its_parameters(tmp_path)
         "    opt.step()\n"
         "    opt.zero_grad()\n", encoding="utf-8")
 
-    run = _cli("verify", script, script, "--steps", "2", "--format", "json", cwd=tmp_path)
+    run = run_cli("verify", script, script, "--steps", "2", "--format", "json", cwd=tmp_path)
 
     assert run.returncode == 0, run.stdout + run.stderr
     result = json.loads(run.stdout)
@@ -400,10 +388,10 @@ def _commit_all(repo):
 def test_a_project_migrated_in_place_is_verified_against_its_last_commit(tmp_path):
     shutil.copy(PROGRAMS / "sharded_loop.py", tmp_path)
     _commit_all(tmp_path)
-    assert _cli("rewrite", "--quiet", "sharded_loop.py", "--report", "migration.html", cwd=tmp_path).returncode == 1
+    assert run_cli("rewrite", "--quiet", "sharded_loop.py", "--report", "migration.html", cwd=tmp_path).returncode == 1
     _edit(tmp_path / "sharded_loop.py", "lr=args.lr,", "lr=args.lr * 2,")
 
-    run = _cli("verify", "git:HEAD", "sharded_loop.py", "--legacy-env", f"PYTHONPATH={STUBS}", "--steps", "2",
+    run = run_cli("verify", "git:HEAD", "sharded_loop.py", "--legacy-env", f"PYTHONPATH={STUBS}", "--steps", "2",
                "--report", "migration.html", cwd=tmp_path)
 
     assert run.returncode == 1, run.stdout + run.stderr
@@ -419,7 +407,7 @@ def test_a_revision_git_does_not_know_is_a_usage_error(tmp_path):
     (tmp_path / "train.py").write_text("print('hi')\n", encoding="utf-8")
     _commit_all(tmp_path)
 
-    run = _cli("verify", "git:no-such-branch", "train.py", cwd=tmp_path)
+    run = run_cli("verify", "git:no-such-branch", "train.py", cwd=tmp_path)
 
     assert run.returncode == 2
     assert "not a valid object name: no-such-branch" in run.stderr
@@ -434,9 +422,9 @@ def test_an_optimum_example_says_what_its_legacy_side_lacks_here(tmp_path, examp
     source = ROOT / "examples" / example
     migrated = tmp_path / example
     shutil.copytree(source, migrated)
-    assert _cli("rewrite", "--quiet", migrated, cwd=tmp_path).returncode == 1
+    assert run_cli("rewrite", "--quiet", migrated, cwd=tmp_path).returncode == 1
 
-    run = _cli("verify", source, migrated, "--script", script, cwd=tmp_path)
+    run = run_cli("verify", source, migrated, "--script", script, cwd=tmp_path)
 
     assert run.returncode == 2, run.stdout + run.stderr
     lacks_optimum = f"the legacy side failed: {sys.executable} has no module 'optimum"  # or 'optimum.neuron'"

@@ -5,20 +5,16 @@ shape rewritten by ``rewrite --from cuda`` and run here on the CPU through their
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, run_cli
 from neuron_migrate.verify import causes, original
 from neuron_migrate.verify.compare import compare
 from neuron_migrate.verify.records import Record
 
 PROGRAMS = ROOT / "tests" / "cuda_programs"
-LAUNCHER_VARS = ("LOCAL_RANK", "RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_WORLD_SIZE")
 
 
 # which kind an original is
@@ -130,23 +126,12 @@ def test_a_cuda_autocast_that_did_nothing_on_the_cpu_is_named():
 
 # end to end: the programs run (slow)
 
-def _env():
-    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    return env
-
-
-def _cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "neuron_migrate", *map(str, args)], cwd=cwd, env=_env(),
-                          capture_output=True, text=True, timeout=300)
-
-
 @pytest.fixture(scope="module")
 def _rewritten_once(tmp_path_factory):
     root = tmp_path_factory.mktemp("cuda")
     shutil.copytree(PROGRAMS, root / "original")
     shutil.copytree(PROGRAMS, root / "migrated")
-    rewrite = _cli("rewrite", "--from", "cuda", "--quiet", root / "migrated", cwd=root)
+    rewrite = run_cli("rewrite", "--from", "cuda", "--quiet", root / "migrated", cwd=root)
     assert rewrite.returncode == 1, rewrite.stdout + rewrite.stderr
     return root
 
@@ -159,7 +144,7 @@ def project(_rewritten_once, tmp_path):
 
 
 def _verify(root, name, *options):
-    return _cli("verify", f"original/{name}", f"migrated/{name}", *options, cwd=root)
+    return run_cli("verify", f"original/{name}", f"migrated/{name}", *options, cwd=root)
 
 
 def _edit(path, old, new):

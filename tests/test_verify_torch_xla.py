@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
-from test_verify import _cli, _edit
+from conftest import ROOT, run_cli
+from test_verify import _edit
 
 pytest.importorskip("torch")
 LEGACY_PYTHON = os.environ.get("NEURON_MIGRATE_TORCH_XLA_PYTHON", "")
@@ -42,12 +42,12 @@ def project(tmp_path):
                  "conv_batchnorm_loop.py", "adam_mlp_loop.py", "device_helper_loop.py", "compiled_step_loop.py"):
         shutil.copy(PROGRAMS / name, legacy / name)
     shutil.copytree(legacy, tmp_path / "migrated")
-    assert _cli("rewrite", "--quiet", tmp_path / "migrated", cwd=tmp_path).returncode == 1
+    assert run_cli("rewrite", "--quiet", tmp_path / "migrated", cwd=tmp_path).returncode == 1
     return tmp_path
 
 
 def _verify(root: Path, name: str, *options: str):
-    run = _cli("verify", f"legacy/{name}", f"migrated/{name}", "--legacy-python", LEGACY_PYTHON,
+    run = run_cli("verify", f"legacy/{name}", f"migrated/{name}", "--legacy-python", LEGACY_PYTHON,
                "--format", "json", *options, cwd=root)
     assert run.stdout, run.stderr
     return run.returncode, json.loads(run.stdout)

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from neuron_migrate.cli import app
-from test_verify import _cli
+from conftest import run_cli
 
 
 @pytest.fixture
@@ -73,7 +73,7 @@ def test_a_relative_legacy_python_is_found_from_where_verify_was_typed(tmp_path)
     launcher.write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n", encoding="utf-8")
     launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
 
-    run = _cli("verify", "legacy/infer.py", "migrated/infer.py", "--legacy-python", "env/bin/python",
+    run = run_cli("verify", "legacy/infer.py", "migrated/infer.py", "--legacy-python", "env/bin/python",
                "--format", "json", cwd=tmp_path)
 
     assert run.returncode == 0, run.stdout + run.stderr
